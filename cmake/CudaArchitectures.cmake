@@ -1,0 +1,31 @@
+# Default CUDA architectures, chosen before enable_language(CUDA):
+#   - a GPU is visible at configure time  -> "native"
+#   - otherwise                            -> V100;A100;H100 (70;80;90), less what the toolkit no longer supports
+# Override with -DCMAKE_CUDA_ARCHITECTURES=90 (or any list CMake accepts).
+function(knn_default_cuda_architectures)
+  if(DEFINED CMAKE_CUDA_ARCHITECTURES OR DEFINED ENV{CUDAARCHS})
+    return()
+  endif()
+  set(gpu_visible FALSE)
+  find_program(KNN_NVIDIA_SMI nvidia-smi)
+  if(KNN_NVIDIA_SMI)
+    execute_process(COMMAND ${KNN_NVIDIA_SMI} -L RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_QUIET)
+    if(rc EQUAL 0 AND out MATCHES "GPU [0-9]+:")
+      set(gpu_visible TRUE)
+    endif()
+  endif()
+  if(gpu_visible)
+    set(archs native)
+  else()
+    execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --version OUTPUT_VARIABLE ver ERROR_QUIET)
+    set(archs 70 80 90)
+    if(ver MATCHES "release ([0-9]+)\\.")
+      if(CMAKE_MATCH_1 GREATER_EQUAL 13)
+        # CUDA 13 dropped sm_70 (V100); its oldest target is sm_75.
+        set(archs 75 80 90)
+        message(STATUS "knnbench: CUDA ${CMAKE_MATCH_1} cannot target sm_70 (V100); using 75;80;90")
+      endif()
+    endif()
+  endif()
+  set(CMAKE_CUDA_ARCHITECTURES "${archs}" CACHE STRING "CUDA architectures (default: native with a GPU, else 70/75;80;90)")
+endfunction()

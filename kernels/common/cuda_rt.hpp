@@ -1,0 +1,220 @@
+#pragma once
+// Host-side CUDA runtime helpers shared by the harness and the GPU versions:
+// the error macro, RAII owners (device buffers, pinned buffers, streams, events, device scope)
+// and the event-based phase timer. Runtime API only, so plain C++ files may include it.
+#if !KNN_HAVE_CUDA
+#error "cuda_rt.hpp needs a CUDA build (KNN_HAVE_CUDA=1)"
+#endif
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "timing.hpp"
+
+namespace knn::cuda {
+
+// Thrown by KNN_CUDA_TRY; carries the CUDA error code so callers can tell out-of-memory apart.
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(cudaError_t code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  cudaError_t code() const { return code_; }
+
+ private:
+  cudaError_t code_;
+};
+
+[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();  // clear a non-sticky error so later calls are not poisoned by it
+  throw CudaError(err, std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " +
+                           cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+}
+
+}  // namespace knn::cuda
+
+// Checks a runtime call; throws knn::cuda::CudaError with file:line, the call and the error name.
+#define KNN_CUDA_TRY(call)                                                             \
+  do {                                                                                 \
+    const cudaError_t knn_err_ = (call);                                               \
+    if (knn_err_ != cudaSuccess) ::knn::cuda::throw_cuda_error(knn_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// Checks the last kernel launch (configuration errors) without synchronising.
+#define KNN_CUDA_CHECK_LAUNCH() KNN_CUDA_TRY(cudaGetLastError())
+
+// For destructors: report, never throw.
+#define KNN_CUDA_TRY_NO_THROW(call)                                                              \
+  do {                                                                                           \
+    const cudaError_t knn_err_ = (call);                                                         \
+    if (knn_err_ != cudaSuccess)                                                                 \
+      std::fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(knn_err_)); \
+  } while (0)
+
+namespace knn::cuda {
+
+inline int divup(long long a, long long b) { return int((a + b - 1) / b); }
+
+// Sets the current device for a scope and restores the previous one (faiss DeviceScope).
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    KNN_CUDA_TRY(cudaGetDevice(&previous_));
+    if (device != previous_) KNN_CUDA_TRY(cudaSetDevice(device));
+  }
+  ~DeviceScope() { KNN_CUDA_TRY_NO_THROW(cudaSetDevice(previous_)); }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+// Owns `count` elements of device memory on the current device.
+template <typename T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t count) : count_(count) {
+    if (count_ > 0) KNN_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&ptr_), count_ * sizeof(T)));
+  }
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      count_ = std::exchange(o.count_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* data() const { return ptr_; }
+  std::size_t size() const { return count_; }
+  std::size_t bytes() const { return count_ * sizeof(T); }
+  void reset() {
+    if (ptr_) KNN_CUDA_TRY_NO_THROW(cudaFree(ptr_));
+    ptr_ = nullptr;
+    count_ = 0;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+// Page-locked host memory (cudaMallocHost).
+template <typename T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t count) : count_(count) {
+    if (count_ > 0) KNN_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&ptr_), count_ * sizeof(T)));
+  }
+  ~PinnedBuffer() {
+    if (ptr_) KNN_CUDA_TRY_NO_THROW(cudaFreeHost(ptr_));
+  }
+  PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&&) = delete;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  T* data() const { return ptr_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+class Stream {
+ public:
+  Stream() { KNN_CUDA_TRY(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (s_) KNN_CUDA_TRY_NO_THROW(cudaStreamDestroy(s_));
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+  operator cudaStream_t() const { return s_; }
+  void synchronize() const { KNN_CUDA_TRY(cudaStreamSynchronize(s_)); }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { KNN_CUDA_TRY(cudaEventCreate(&e_)); }
+  ~Event() {
+    if (e_) KNN_CUDA_TRY_NO_THROW(cudaEventDestroy(e_));
+  }
+  Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  Event& operator=(Event&&) = delete;
+  Event(const Event&) = delete;
+  cudaEvent_t get() const { return e_; }
+  void record(cudaStream_t s) { KNN_CUDA_TRY(cudaEventRecord(e_, s)); }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// Owns a texture object (v5).
+class TextureObject {
+ public:
+  TextureObject() = default;
+  TextureObject(const cudaResourceDesc& res, const cudaTextureDesc& tex) {
+    KNN_CUDA_TRY(cudaCreateTextureObject(&t_, &res, &tex, nullptr));
+  }
+  ~TextureObject() {
+    if (t_) KNN_CUDA_TRY_NO_THROW(cudaDestroyTextureObject(t_));
+  }
+  TextureObject(const TextureObject&) = delete;
+  TextureObject& operator=(const TextureObject&) = delete;
+  cudaTextureObject_t get() const { return t_; }
+
+ private:
+  cudaTextureObject_t t_ = 0;
+};
+
+// Times phases of GPU work with events on one stream, and hands the elapsed times to the
+// harness's sink once the stream is synchronised:
+//   PhaseTimer t(stream);
+//   t.begin("h2d"); copies...; t.end();
+//   t.begin("kernel"); launches...; t.end();
+//   stream.synchronize(); t.report(ctx.timing);            // or report_device(ctx.timing, dev)
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(cudaStream_t stream) : stream_(stream) {}
+  void begin(std::string phase) {
+    marks_.push_back({std::move(phase), Event{}, Event{}});
+    marks_.back().start.record(stream_);
+  }
+  void end() { marks_.back().stop.record(stream_); }
+  // Call after the stream has been synchronised.
+  void report(TimingSink& sink, int device = -1) {
+    for (auto& m : marks_) {
+      float ms = 0.f;
+      KNN_CUDA_TRY(cudaEventElapsedTime(&ms, m.start.get(), m.stop.get()));
+      if (device < 0)
+        sink.add(m.phase, ms);
+      else
+        sink.add_device(device, m.phase, ms);
+    }
+    marks_.clear();
+  }
+
+ private:
+  struct Mark {
+    std::string phase;
+    Event start, stop;
+  };
+  cudaStream_t stream_;
+  std::vector<Mark> marks_;
+};
+
+}  // namespace knn::cuda

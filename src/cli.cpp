@@ -1,0 +1,117 @@
+#include "cli.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+
+#include "build_info.hpp"
+#include "errors.hpp"
+#include "matrix.hpp"
+#include "registry.hpp"
+#include "runner.hpp"
+
+#ifndef KNN_SOURCE_DIR
+#define KNN_SOURCE_DIR "."
+#endif
+
+namespace knn {
+namespace {
+
+const char* gpu_need(GpuNeed g) {
+  switch (g) {
+    case GpuNeed::none: return "no GPU";
+    case GpuNeed::one: return "1 GPU";
+    case GpuNeed::all_selected: return "all selected GPUs";
+  }
+  return "?";
+}
+
+int list(const RunOptions& opts) {
+  fmt::print("Versions:\n");
+  for (const auto& v : Registry::instance().versions())
+    fmt::print("  {:<4} {:<9} {:<17} {}\n", v.id, to_string(v.family), gpu_need(v.gpus), v.title);
+  const Matrix mx = load_matrix(opts.config);
+  fmt::print("\nCases in {} (k = dimension, m = queries, n = references, topk = neighbours):\n", mx.file);
+  fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<11} {:>10}  groups\n", "id", "k", "m", "n", "topk", "data", "seed");
+  for (const auto& c : mx.cases) {
+    std::string groups;
+    for (const auto& g : c.groups) groups += (groups.empty() ? "" : ",") + g;
+    fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<11} {:>10}  {}\n", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), c.seed, groups);
+  }
+  return kExitOk;
+}
+
+// The default matrix is found from the working directory, else from the source tree.
+std::string resolve_default_config(const std::string& path) {
+  if (path != "configs/default.json" || std::filesystem::exists(path)) return path;
+  const std::string alt = std::string(KNN_SOURCE_DIR) + "/configs/default.json";
+  return std::filesystem::exists(alt) ? alt : path;
+}
+
+}  // namespace
+
+int cli_main(int argc, char** argv) {
+  CLI::App app{
+      "knnbench: benchmark exact k-nearest-neighbour search on the CPU, one GPU and several GPUs.\n"
+      "Runs every registered version (v0..v13) on the cases of a JSON test matrix, validates each against\n"
+      "v0 and prints a table of median wall times (ms). Sizes: k = dimension, m = queries, n = references;\n"
+      "topk = neighbours per query.\n\n"
+      "Examples:\n"
+      "  knnbench --group smoke                 fast cases, every version\n"
+      "  knnbench --version v8 --case 11        one version on one case\n"
+      "  knnbench --version v1,v3 --case 8-11 --json out.json --md out.md\n"
+      "  knnbench --list                        versions and cases\n\n"
+      "Exit codes: 0 all ran and validated, 1 a validation failure or a failing version,\n"
+      "2 a usage or configuration error, 130 interrupted (results so far are saved).",
+      "knnbench"};
+  app.get_formatter()->column_width(34);
+
+  RunOptions o;
+  o.argv.assign(argv, argv + argc);
+  bool build_info_flag = false;
+  app.add_option("--config", o.config, "Test matrix (JSON); see README for the schema")->capture_default_str();
+  app.add_option("--version", o.version_specs, "Versions to run: v8, or lists like v1,v3 (repeatable; default all)");
+  app.add_option("--case", o.case_specs, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)");
+  app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable)");
+  app.add_flag("--list", o.list, "List the registered versions and the matrix's cases, then exit");
+  app.add_option("--devices", o.devices, "GPUs to use: all, or ordinals like 0,1")->capture_default_str();
+  app.add_option("--host-memory", o.host_memory, "Host input memory: pinned (cudaMallocHost) or pageable (malloc, as the seeds)")
+      ->capture_default_str();
+  app.add_option("--warmup", o.measure.warmup, "Untimed calls before sampling each (case, version)")->capture_default_str();
+  app.add_option("--min-samples", o.measure.min_samples, "Timed calls to take at least")->capture_default_str();
+  app.add_option("--max-samples", o.measure.max_samples, "Timed calls to take at most")->capture_default_str();
+  app.add_option("--min-time", o.measure.min_time_s, "Seconds of timed calls to take at least")->capture_default_str();
+  app.add_option("--max-time", o.measure.max_time_s, "Budget per (case, version) in seconds; a slower call is measured once")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "Override every case's data seed");
+  app.add_option("--json", o.json_path, "Results JSON (default results/local/<host>-<utc>.json)");
+  app.add_option("--md", o.md_path, "Also write a markdown report");
+  app.add_option("--csv", o.csv_path, "Also write a CSV table");
+  bool no_validate = false;
+  app.add_flag("--no-validate", no_validate, "Skip validation against v0");
+  app.add_flag("--quiet", o.quiet, "Print only the final table");
+  app.add_flag("--build-info", build_info_flag, "Print the build's version, git sha and compilers, then exit");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "knnbench: {}\nRun 'knnbench --help' for the options.\n", e.what());
+    return kExitUsage;
+  }
+  o.measure.validate = !no_validate;
+  o.config = resolve_default_config(o.config);
+
+  if (build_info_flag) {
+    fmt::print("knnbench {} (git {}), {} build, {}{}{}, CUDA architectures: {}\n", build_info::version, build_info::git_sha, build_info::build_type,
+               build_info::cxx_compiler, *build_info::cuda_compiler ? ", nvcc " : ", no CUDA", build_info::cuda_compiler,
+               *build_info::cuda_architectures ? build_info::cuda_architectures : "none");
+    return kExitOk;
+  }
+  if (o.list) return list(o);
+  return run_benchmark(o);
+}
+
+}  // namespace knn

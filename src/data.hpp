@@ -1,0 +1,35 @@
+#pragma once
+// Deterministic input generation: the same (distribution, seed, sizes) gives bit-identical
+// floats on every machine and compiler. The bits come from a counter-based SplitMix64 stream
+// and are mapped to floats with exact arithmetic (see data.cpp), never through <random>'s
+// implementation-defined distributions.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace knn {
+
+enum class Distribution { uniform, clusters, duplicates };
+const char* to_string(Distribution d);
+bool parse_distribution(const std::string& s, Distribution& out);
+
+// Which of a case's two point sets is being generated; each gets its own stream.
+enum class PointSet : std::uint64_t { queries = 1, references = 2 };
+
+// Fills `count` points of `dim` floats (row-major) for a case.
+//  uniform:    each coordinate in [0, 1), a multiple of 2^-24
+//  clusters:   16 Gaussian blobs (sigma 0.05) with centres in [0.1, 0.9)^dim, shared by both sets
+//  duplicates: coordinates on an 8-level grid {0, 1/8, ..., 7/8}: exact duplicates and ties are common
+void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t count, float* out);
+
+// 64-bit checksum of a float array's bytes (FNV-1a over 8-byte little-endian words, then a
+// SplitMix64 finaliser), printed as 16 hex digits. Equal checksums mean equal inputs.
+std::uint64_t checksum(const float* data, std::size_t count);
+std::uint64_t checksum_bytes(const void* data, std::size_t bytes);
+std::string to_hex(std::uint64_t v);
+
+// The generator's primitives, exposed for tests.
+std::uint64_t splitmix64(std::uint64_t x);
+float bits_to_unit_float(std::uint64_t bits);  // top 24 bits → [0, 1)
+
+}  // namespace knn

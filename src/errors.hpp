@@ -1,0 +1,16 @@
+#pragma once
+#include <stdexcept>
+#include <string>
+
+namespace knn {
+
+// A bad flag, file or matrix: the process exits with code 2 and this message.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Exit codes, for the CLI and its tests.
+enum ExitCode : int { kExitOk = 0, kExitValidationFailed = 1, kExitUsage = 2 };
+
+}  // namespace knn

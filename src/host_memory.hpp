@@ -1,0 +1,31 @@
+#pragma once
+// Host input buffers from a pluggable allocator: page-locked (cudaMallocHost) on GPU machines so
+// copies run at full PCIe/NVLink speed, or ordinary pageable memory as the seeds used.
+#include <cstddef>
+#include <memory>
+
+#include "environment.hpp"
+
+namespace knn {
+
+class HostArray {
+ public:
+  HostArray() = default;
+  // Allocates `count` floats; pinned when asked and possible, pageable otherwise.
+  // mode() tells which one was obtained.
+  HostArray(std::size_t count, HostMemory wanted);
+  float* data() const { return ptr_.get(); }
+  std::size_t size() const { return count_; }
+  HostMemory mode() const { return mode_; }
+
+ private:
+  struct Free {
+    HostMemory mode;
+    void operator()(float* p) const;
+  };
+  std::unique_ptr<float, Free> ptr_{nullptr, Free{HostMemory::pageable}};
+  std::size_t count_ = 0;
+  HostMemory mode_ = HostMemory::pageable;
+};
+
+}  // namespace knn

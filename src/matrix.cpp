@@ -1,0 +1,169 @@
+#include "matrix.hpp"
+
+#include <fmt/format.h>
+
+#include <climits>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "errors.hpp"
+
+namespace knn {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxMatrixBytes = 16u << 20;
+
+// Short rendering of an offending value for messages.
+std::string show(const json& v) {
+  std::string s = v.dump();
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+
+struct Checker {
+  std::string file;
+
+  [[noreturn]] void fail(const std::string& path, const json& value, const std::string& expected) const {
+    throw ConfigError(fmt::format("{}: {}: {}: expected {}", file, path.empty() ? "/" : path, show(value), expected));
+  }
+
+  void only_keys(const json& obj, const std::string& path, std::initializer_list<const char*> allowed) const {
+    for (auto it = obj.begin(); it != obj.end(); ++it) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || it.key() == a;
+      if (!ok) {
+        std::string list;
+        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(path + "/" + it.key(), it.value(), fmt::format("no unknown field here (allowed: {})", list));
+      }
+    }
+  }
+
+  long long integer(const json& v, const std::string& path, long long lo, long long hi, const char* what) const {
+    if (!v.is_number_integer()) fail(path, v, fmt::format("{} (an integer in [{}, {}])", what, lo, hi));
+    if (v.is_number_unsigned() && v.get<unsigned long long>() > (unsigned long long)LLONG_MAX)
+      fail(path, v, fmt::format("{} (an integer in [{}, {}])", what, lo, hi));
+    const long long x = v.get<long long>();
+    if (x < lo || x > hi) fail(path, v, fmt::format("{} (an integer in [{}, {}])", what, lo, hi));
+    return x;
+  }
+
+  std::uint64_t seed(const json& v, const std::string& path) const {
+    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<long long>() < 0))
+      fail(path, v, "a seed (a non-negative integer below 2^64)");
+    return v.get<std::uint64_t>();
+  }
+
+  Distribution distribution(const json& v, const std::string& path) const {
+    Distribution d;
+    if (!v.is_string() || !parse_distribution(v.get<std::string>(), d))
+      fail(path, v, "a distribution: \"uniform\", \"clusters\" or \"duplicates\"");
+    return d;
+  }
+
+  std::vector<std::string> groups(const json& v, const std::string& path) const {
+    if (!v.is_array()) fail(path, v, "an array of group names");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      const auto& g = v[i];
+      const std::string p = fmt::format("{}/{}", path, i);
+      if (!g.is_string() || g.get<std::string>().empty()) fail(p, g, "a group name (a non-empty string of a-z, 0-9, '-', '_')");
+      for (char c : g.get<std::string>())
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_'))
+          fail(p, g, "a group name (a non-empty string of a-z, 0-9, '-', '_')");
+      out.push_back(g.get<std::string>());
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+Matrix parse_matrix(const std::string& text, const std::string& file_label) {
+  const Checker c{file_label};
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(fmt::format("{}: invalid JSON at byte {}: {}", file_label, e.byte, e.what()));
+  }
+  if (!root.is_object()) c.fail("", root, "a JSON object with \"schema_version\" and \"cases\"");
+  c.only_keys(root, "", {"schema_version", "description", "defaults", "cases"});
+
+  Matrix mx;
+  mx.file = file_label;
+  mx.checksum = to_hex(checksum_bytes(text.data(), text.size()));
+  if (!root.contains("schema_version")) c.fail("/schema_version", json(nullptr), fmt::format("schema_version {} (missing)", kMatrixSchemaVersion));
+  mx.schema_version = int(c.integer(root["schema_version"], "/schema_version", kMatrixSchemaVersion, kMatrixSchemaVersion, "the schema version"));
+  if (root.contains("description") && !root["description"].is_string()) c.fail("/description", root["description"], "a string");
+
+  // Defaults apply to every case that does not set the field itself.
+  int def_topk = 1;
+  Distribution def_dist = Distribution::uniform;
+  std::uint64_t def_seed = kDefaultSeed;
+  if (root.contains("defaults")) {
+    const json& d = root["defaults"];
+    if (!d.is_object()) c.fail("/defaults", d, "an object with any of topk, distribution, seed");
+    c.only_keys(d, "/defaults", {"topk", "distribution", "seed"});
+    if (d.contains("topk")) def_topk = int(c.integer(d["topk"], "/defaults/topk", 1, INT_MAX, "a neighbour count"));
+    if (d.contains("distribution")) def_dist = c.distribution(d["distribution"], "/defaults/distribution");
+    if (d.contains("seed")) def_seed = c.seed(d["seed"], "/defaults/seed");
+  }
+
+  if (!root.contains("cases")) c.fail("/cases", json(nullptr), "an array of cases (missing)");
+  const json& cases = root["cases"];
+  if (!cases.is_array() || cases.empty()) c.fail("/cases", cases, "a non-empty array of cases");
+
+  std::set<int> ids;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const json& cj = cases[i];
+    const std::string p = fmt::format("/cases/{}", i);
+    if (!cj.is_object()) c.fail(p, cj, "a case object with id, k, m, n");
+    c.only_keys(cj, p, {"id", "k", "m", "n", "topk", "distribution", "seed", "groups", "description"});
+    for (const char* req : {"id", "k", "m", "n"})
+      if (!cj.contains(req)) c.fail(p + "/" + req, json(nullptr), fmt::format("field \"{}\" (required)", req));
+    Case cs;
+    cs.id = int(c.integer(cj["id"], p + "/id", 0, INT_MAX, "a case id"));
+    if (!ids.insert(cs.id).second) c.fail(p + "/id", cj["id"], "a unique case id (this one is used twice)");
+    cs.dim = int(c.integer(cj["k"], p + "/k", 1, INT_MAX, "the dimension k"));
+    cs.m = int(c.integer(cj["m"], p + "/m", 1, INT_MAX, "the query count m"));
+    cs.n = int(c.integer(cj["n"], p + "/n", 1, INT_MAX, "the reference count n"));
+    cs.topk = cj.contains("topk") ? int(c.integer(cj["topk"], p + "/topk", 1, INT_MAX, "a neighbour count topk")) : def_topk;
+    if (cs.topk > cs.n)
+      c.fail(cj.contains("topk") ? p + "/topk" : "/defaults/topk", json(cs.topk), fmt::format("topk ≤ n = {}", cs.n));
+    cs.distribution = cj.contains("distribution") ? c.distribution(cj["distribution"], p + "/distribution") : def_dist;
+    cs.seed = cj.contains("seed") ? c.seed(cj["seed"], p + "/seed") : def_seed;
+    if (cj.contains("groups")) cs.groups = c.groups(cj["groups"], p + "/groups");
+    if (cj.contains("description")) {
+      if (!cj["description"].is_string()) c.fail(p + "/description", cj["description"], "a string");
+      cs.description = cj["description"].get<std::string>();
+    }
+    // Products of sizes must stay addressable: dim·n and dim·m as 64-bit element counts.
+    const unsigned __int128 qn = (unsigned __int128)cs.dim * cs.m, rn = (unsigned __int128)cs.dim * cs.n;
+    if (qn > ((unsigned __int128)1 << 60) || rn > ((unsigned __int128)1 << 60))
+      c.fail(p, cj, "k·m and k·n below 2^60 elements");
+    mx.cases.push_back(std::move(cs));
+  }
+  return mx;
+}
+
+Matrix load_matrix(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open the matrix file", path));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw ConfigError(fmt::format("{}: cannot read the matrix file", path));
+  if (std::size_t(size) > kMaxMatrixBytes)
+    throw ConfigError(fmt::format("{}: {} bytes: expected a matrix file under {} bytes", path, size, kMaxMatrixBytes));
+  in.seekg(0);
+  std::string text(std::size_t(size), '\0');
+  in.read(text.data(), size);
+  if (!in) throw ConfigError(fmt::format("{}: cannot read the matrix file", path));
+  return parse_matrix(text, path);
+}
+
+}  // namespace knn

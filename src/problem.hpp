@@ -1,0 +1,31 @@
+#pragma once
+#include <cstdint>
+#include <cstddef>
+
+namespace knn {
+
+// One exact kNN problem. `dim` is the matrix's `k`; `topk` is the neighbour count.
+// Queries are m × dim and references n × dim, both row-major float32 in host memory
+// (pinned when the harness runs with --host-memory pinned).
+struct Problem {
+  int dim = 0;
+  int m = 0;
+  int n = 0;
+  int topk = 1;
+  const float* queries = nullptr;
+  const float* references = nullptr;
+
+  std::size_t query_floats() const { return std::size_t(m) * std::size_t(dim); }
+  std::size_t reference_floats() const { return std::size_t(n) * std::size_t(dim); }
+  std::size_t result_slots() const { return std::size_t(m) * std::size_t(topk); }
+};
+
+// Where a version writes its answer: m × topk reference indices, each row sorted by
+// increasing distance (ties by increasing index), and the squared distances it computed.
+// The harness poisons both before every call, so an unwritten slot is caught.
+struct Neighbors {
+  std::int32_t* indices = nullptr;
+  float* distances = nullptr;
+};
+
+}  // namespace knn

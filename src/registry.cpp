@@ -1,0 +1,60 @@
+#include "registry.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace knn {
+
+const char* to_string(Family f) {
+  switch (f) {
+    case Family::cpu: return "cpu";
+    case Family::gpu: return "gpu";
+    case Family::multi_gpu: return "multi-gpu";
+    case Family::tree: return "tree";
+  }
+  return "?";
+}
+
+namespace {
+class QueryOnly final : public VersionInstance {
+ public:
+  explicit QueryOnly(QueryFn fn) : fn_(fn) {}
+  void query(const Problem& p, Neighbors out, RunContext& ctx) override { fn_(p, out, ctx); }
+
+ private:
+  QueryFn fn_;
+};
+
+long version_number(const std::string& id) {
+  return id.size() > 1 ? std::strtol(id.c_str() + 1, nullptr, 10) : -1;
+}
+}  // namespace
+
+std::function<std::unique_ptr<VersionInstance>()> query_only(QueryFn fn) {
+  return [fn] { return std::make_unique<QueryOnly>(fn); };
+}
+
+Registry& Registry::instance() {
+  static Registry registry;
+  return registry;
+}
+
+bool Registry::add(VersionDesc desc) {
+  if (find(desc.id) != nullptr) throw std::logic_error("version registered twice: " + desc.id);
+  if (!desc.make) throw std::logic_error("version without entry point: " + desc.id);
+  versions_.push_back(std::move(desc));
+  std::stable_sort(versions_.begin(), versions_.end(), [](const VersionDesc& a, const VersionDesc& b) {
+    const long na = version_number(a.id), nb = version_number(b.id);
+    return na != nb ? na < nb : a.id < b.id;
+  });
+  return true;
+}
+
+const VersionDesc* Registry::find(const std::string& id) const {
+  for (const auto& v : versions_)
+    if (v.id == id) return &v;
+  return nullptr;
+}
+
+}  // namespace knn

@@ -1,0 +1,76 @@
+#pragma once
+// The version registry. Each file in kernels/ ends with one KNN_REGISTER_VERSION(...)
+// statement; the harness iterates the registry and never names a version (except v0,
+// the reference for validation).
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "environment.hpp"
+#include "problem.hpp"
+#include "timing.hpp"
+
+namespace knn {
+
+enum class Family { cpu, gpu, multi_gpu, tree };
+const char* to_string(Family f);
+
+// Everything a version may use or report during one call.
+struct RunContext {
+  TimingSink& timing;
+  const Environment& env;  // env.devices are the GPUs selected for this run
+  // Which internal path ran, when a version has more than one (for example a fallback
+  // taken because a device limit was exceeded). Recorded in the results; never hidden.
+  std::string path;
+  // Devices this call actually used (ordinals). GPU versions fill it.
+  std::vector<int> devices_used;
+};
+
+// One instance per timed call: build() constructs the index (trees only), query() answers.
+class VersionInstance {
+ public:
+  virtual ~VersionInstance() = default;
+  virtual void build(const Problem& /*problem*/, RunContext& /*ctx*/) {}
+  virtual void query(const Problem& problem, Neighbors out, RunContext& ctx) = 0;
+};
+
+// How many GPUs a version needs.
+enum class GpuNeed { none, one, all_selected };
+
+struct VersionDesc {
+  std::string id;     // "v0", "v1", ...
+  std::string title;  // one line
+  Family family = Family::cpu;
+  GpuNeed gpus = GpuNeed::none;
+  bool has_build = false;  // true when build() does real work (trees)
+  // Returns a skip reason when the version cannot run this problem here, nothing otherwise.
+  // The harness itself already skips GPU versions when no device is present.
+  std::function<std::optional<std::string>(const Problem&, const Environment&)> supports;
+  std::function<std::unique_ptr<VersionInstance>()> make;
+};
+
+// Adapts a plain query function (brute-force versions have no build step).
+using QueryFn = void (*)(const Problem&, Neighbors, RunContext&);
+std::function<std::unique_ptr<VersionInstance>()> query_only(QueryFn fn);
+
+class Registry {
+ public:
+  static Registry& instance();
+  bool add(VersionDesc desc);  // throws on a duplicate id
+  // Sorted by version number (v2 before v10).
+  const std::vector<VersionDesc>& versions() const { return versions_; }
+  const VersionDesc* find(const std::string& id) const;
+
+ private:
+  std::vector<VersionDesc> versions_;
+};
+
+}  // namespace knn
+
+#define KNN_DETAIL_CONCAT2(a, b) a##b
+#define KNN_DETAIL_CONCAT(a, b) KNN_DETAIL_CONCAT2(a, b)
+// Registers a version at static-initialisation time: KNN_REGISTER_VERSION(make_desc());
+#define KNN_REGISTER_VERSION(...) \
+  static const bool KNN_DETAIL_CONCAT(knn_registered_, __LINE__) = ::knn::Registry::instance().add(__VA_ARGS__)

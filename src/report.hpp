@@ -1,0 +1,42 @@
+#pragma once
+// Reporters: screen, JSON, markdown and CSV each read the same result records.
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "result.hpp"
+
+namespace knn {
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void begin(const RunInfo& /*info*/) {}
+  // A result finished; `all` holds every finished result so far, this one last.
+  virtual void result(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}
+  virtual void end(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}
+};
+
+std::unique_ptr<Reporter> make_screen_reporter(bool quiet);
+// Rewrites the whole file atomically after every result, so an interrupted run keeps what finished.
+std::unique_ptr<Reporter> make_json_reporter(std::string path);
+std::unique_ptr<Reporter> make_markdown_reporter(std::string path);
+std::unique_ptr<Reporter> make_csv_reporter(std::string path);
+
+inline constexpr int kResultsSchemaVersion = 1;
+nlohmann::ordered_json results_to_json(const RunInfo& info, const std::vector<Result>& results);
+nlohmann::ordered_json result_to_json(const Result& r);
+
+// Writes `content` to `path` through a temporary file and rename(2); creates parent folders.
+void write_file_atomically(const std::string& path, const std::string& content);
+
+// Text helpers shared by the screen and markdown reporters.
+std::string format_ms(double ms);
+// The seeds' table: one row per version, one column per case, cells are median ms
+// ("skip", "FAIL" otherwise). Returns rows of cells, the first row being the header.
+std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& results);
+// Median of a phase over the samples, or a negative value when the phase was not reported.
+double phase_median(const Result& r, const std::string& phase);
+
+}  // namespace knn

@@ -1,0 +1,93 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "errors.hpp"
+#include "registry.hpp"
+#include "report.hpp"
+
+namespace knn {
+
+const char* to_string(Status s) {
+  switch (s) {
+    case Status::pass: return "pass";
+    case Status::fail: return "fail";
+    case Status::skip: return "skip";
+  }
+  return "?";
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path());
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ConfigError(fmt::format("{}: cannot write", tmp));
+    out << content;
+    out.flush();
+    if (!out) throw ConfigError(fmt::format("{}: write failed", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw ConfigError(fmt::format("{}: cannot rename {} into place", path, tmp));
+  }
+}
+
+std::string format_ms(double ms) {
+  if (ms >= 100) return fmt::format("{:.1f}", ms);
+  if (ms >= 1) return fmt::format("{:.3f}", ms);
+  if (ms >= 0.001) return fmt::format("{:.4f}", ms);
+  return fmt::format("{:.2e}", ms);
+}
+
+double phase_median(const Result& r, const std::string& phase) {
+  const auto it = r.phase_samples_ms.find(phase);
+  if (it == r.phase_samples_ms.end() || it->second.empty()) return -1;
+  return median_of(it->second);
+}
+
+std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& results) {
+  std::vector<int> case_ids;
+  std::vector<std::string> versions;
+  std::map<std::pair<std::string, int>, std::string> cell;
+  for (const auto& r : results) {
+    if (std::find(case_ids.begin(), case_ids.end(), r.problem_case.id) == case_ids.end()) case_ids.push_back(r.problem_case.id);
+    if (std::find(versions.begin(), versions.end(), r.version) == versions.end()) versions.push_back(r.version);
+    std::string c;
+    switch (r.status) {
+      case Status::pass: c = format_ms(r.stats.median); break;
+      case Status::fail: c = "FAIL"; break;
+      case Status::skip: c = "skip"; break;
+    }
+    if (r.status == Status::pass && !r.validated) c += "*";
+    cell[{r.version, r.problem_case.id}] = c;
+  }
+  std::sort(case_ids.begin(), case_ids.end());
+  std::sort(versions.begin(), versions.end(), [](const std::string& a, const std::string& b) {
+    const long na = std::strtol(a.c_str() + 1, nullptr, 10), nb = std::strtol(b.c_str() + 1, nullptr, 10);
+    return na != nb ? na < nb : a < b;
+  });
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> head{"version"};
+  for (int id : case_ids) head.push_back(fmt::format("case {}", id));
+  rows.push_back(head);
+  for (const auto& v : versions) {
+    std::vector<std::string> row{v};
+    for (int id : case_ids) {
+      const auto it = cell.find({v, id});
+      row.push_back(it == cell.end() ? "-" : it->second);
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace knn

@@ -1,0 +1,93 @@
+// The screen: a Devices block, one tagged line per result, then the seeds' table.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "report.hpp"
+
+namespace knn {
+namespace {
+
+void print_table(const std::vector<std::vector<std::string>>& rows) {
+  if (rows.empty()) return;
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) line += (i == 0 ? fmt::format("{:<{}}", r[i], width[i]) : fmt::format("  {:>{}}", r[i], width[i]));
+    fmt::print("{}\n", line);
+  }
+}
+
+std::string case_label(const Case& c) {
+  return fmt::format("case {:>2} (k={} m={} n={} topk={}{})", c.id, c.dim, c.m, c.n, c.topk,
+                     c.distribution == Distribution::uniform ? "" : std::string(" ") + to_string(c.distribution));
+}
+
+class ScreenReporter final : public Reporter {
+ public:
+  explicit ScreenReporter(bool quiet) : quiet_(quiet) {}
+
+  void begin(const RunInfo& info) override {
+    if (quiet_) return;
+    fmt::print("knnbench: matrix {} ({} host memory)\n", info.matrix_file, to_string(info.host_memory));
+    fmt::print("Host: {} | {} | {} cores | {:.1f} GiB | {} OpenMP threads\n", info.host.hostname, info.host.cpu_model, info.host.cores,
+               info.host.memory_bytes / 1073741824.0, info.host.omp_threads);
+    fmt::print("Devices:\n");
+    if (info.devices.empty()) fmt::print("  none ({})\n", info.device_note);
+    for (std::size_t i = 0; i < info.devices.size(); ++i) {
+      const auto& d = info.devices[i];
+      fmt::print("  [{}] {} | sm_{}{} | {} SMs | {:.1f} GiB | SM {} MHz, memory {} MHz x {} bit ({:.0f} GB/s) | warm-up {:.1f} ms\n", d.ordinal,
+                 d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_memory / 1073741824.0, d.clock_khz / 1000, d.memory_clock_khz / 1000,
+                 d.memory_bus_bits, d.memory_bandwidth_gbs, i < info.warmup_ms.size() ? info.warmup_ms[i] : 0.0);
+    }
+    std::fflush(stdout);
+  }
+
+  void result(const RunInfo&, const std::vector<Result>& all) override {
+    if (quiet_) return;
+    const Result& r = all.back();
+    const std::string head = fmt::format("{} {:<4}", case_label(r.problem_case), r.version);
+    switch (r.status) {
+      case Status::skip: fmt::print("Skip: {} {}\n", head, r.reason); break;
+      case Status::fail: fmt::print("Fail: {} {}\n", head, r.reason); break;
+      case Status::pass: {
+        std::string phases;
+        for (const char* p : {"build", "h2d", "kernel", "d2h"}) {
+          const double v = phase_median(r, p);
+          if (v >= 0) phases += fmt::format(" {} {}", p, format_ms(v));
+        }
+        if (r.phase_samples_ms.count("build")) phases += fmt::format(" query {}", format_ms(phase_median(r, "query")));
+        std::string tail;
+        if (!r.validated) tail += " (not validated)";
+        else if (r.validation.ties_accepted) tail += fmt::format(" ({} ties accepted)", r.validation.ties_accepted);
+        if (!r.path.empty()) tail += " path: " + r.path;
+        if (!r.note.empty()) tail += " note: " + r.note;
+        fmt::print("Pass: {} {:>10} ms ±{:.1f}% n={}{}{}\n", head, format_ms(r.stats.median), r.stats.noise_pct, r.stats.samples,
+                   phases.empty() ? "" : " [" + phases.substr(1) + "]", tail);
+        break;
+      }
+    }
+    std::fflush(stdout);
+  }
+
+  void end(const RunInfo&, const std::vector<Result>& all) override {
+    int pass = 0, fail = 0, skip = 0;
+    for (const auto& r : all) (r.status == Status::pass ? pass : r.status == Status::fail ? fail : skip)++;
+    fmt::print("\nMedian wall time per call (ms); rows are versions, columns are cases:\n");
+    print_table(summary_table(all));
+    fmt::print("\n{} passed, {} failed, {} skipped\n", pass, fail, skip);
+    std::fflush(stdout);
+  }
+
+ private:
+  bool quiet_;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_screen_reporter(bool quiet) { return std::make_unique<ScreenReporter>(quiet); }
+
+}  // namespace knn

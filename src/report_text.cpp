@@ -1,0 +1,99 @@
+// Markdown and CSV exports.
+#include <fmt/format.h>
+
+#include "report.hpp"
+
+namespace knn {
+namespace {
+
+std::string md_row(const std::vector<std::string>& cells) {
+  std::string s = "|";
+  for (const auto& c : cells) s += " " + c + " |";
+  return s + "\n";
+}
+
+std::string opt_ms(double v) { return v < 0 ? "" : format_ms(v); }
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+const std::vector<std::string> kPhaseColumns{"build", "query", "h2d", "kernel", "d2h"};
+
+class MarkdownReporter final : public Reporter {
+ public:
+  explicit MarkdownReporter(std::string path) : path_(std::move(path)) {}
+  void end(const RunInfo& info, const std::vector<Result>& all) override {
+    std::string s = "# knnbench results\n\n";
+    s += fmt::format("- date: {}\n- host: {} ({}, {} cores)\n", info.started_utc, info.host.hostname, info.host.cpu_model, info.host.cores);
+    if (info.devices.empty()) s += fmt::format("- devices: none ({})\n", info.device_note);
+    for (const auto& d : info.devices)
+      s += fmt::format("- device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", d.ordinal, d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_memory / 1073741824.0);
+    s += fmt::format("- matrix: {} ({}), host memory: {}\n", info.matrix_file, info.matrix_checksum, to_string(info.host_memory));
+    s += "\n## Median wall time per call (ms)\n\n";
+    const auto rows = summary_table(all);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      s += md_row(rows[i]);
+      if (i == 0) s += md_row(std::vector<std::string>(rows[i].size(), "---"));
+    }
+    s += "\n`*` = not validated (--no-validate).\n\n## Every result\n\n";
+    std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples"};
+    for (const auto& p : kPhaseColumns) head.push_back(p + " ms");
+    head.push_back("path / reason");
+    s += md_row(head) + md_row(std::vector<std::string>(head.size(), "---"));
+    for (const auto& r : all) {
+      const auto& c = r.problem_case;
+      std::vector<std::string> row{std::to_string(c.id), std::to_string(c.dim), std::to_string(c.m), std::to_string(c.n),
+                                   std::to_string(c.topk), r.version, to_string(r.status),
+                                   r.status == Status::skip ? "" : format_ms(r.stats.median),
+                                   r.status == Status::skip ? "" : fmt::format("{:.1f}", r.stats.noise_pct),
+                                   std::to_string(r.stats.samples)};
+      for (const auto& p : kPhaseColumns) row.push_back(opt_ms(phase_median(r, p)));
+      std::string tail = r.reason.empty() ? r.path : r.reason;
+      if (!r.note.empty()) tail += (tail.empty() ? "" : "; ") + r.note;
+      row.push_back(tail);
+      s += md_row(row);
+    }
+    write_file_atomically(path_, s);
+  }
+
+ private:
+  std::string path_;
+};
+
+class CsvReporter final : public Reporter {
+ public:
+  explicit CsvReporter(std::string path) : path_(std::move(path)) {}
+  void end(const RunInfo&, const std::vector<Result>& all) override {
+    std::string s = "case,k,m,n,topk,distribution,version,family,status,samples,median_ms,min_ms,max_ms,mean_ms,stdev_ms,noise_pct";
+    for (const auto& p : kPhaseColumns) s += "," + p + "_ms";
+    s += ",validation,mismatches,ties_accepted,path,reason,note\n";
+    for (const auto& r : all) {
+      const auto& c = r.problem_case;
+      const auto& st = r.stats;
+      s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), r.version,
+                       r.family, to_string(r.status), st.samples, st.median, st.min, st.max, st.mean, st.stdev, st.noise_pct);
+      for (const auto& p : kPhaseColumns) {
+        const double v = phase_median(r, p);
+        s += v < 0 ? "," : fmt::format(",{}", v);
+      }
+      const char* val = r.status == Status::skip ? "" : !r.validated ? "off" : r.validation.pass ? "pass" : "fail";
+      s += fmt::format(",{},{},{},{},{},{}\n", val, r.validation.mismatches, r.validation.ties_accepted, csv_field(r.path),
+                       csv_field(r.reason), csv_field(r.note));
+    }
+    write_file_atomically(path_, s);
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_markdown_reporter(std::string path) { return std::make_unique<MarkdownReporter>(std::move(path)); }
+std::unique_ptr<Reporter> make_csv_reporter(std::string path) { return std::make_unique<CsvReporter>(std::move(path)); }
+
+}  // namespace knn

@@ -1,0 +1,53 @@
+#pragma once
+// The records reporters read. Reporters never measure anything.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "environment.hpp"
+#include "matrix.hpp"
+#include "stats.hpp"
+#include "sysinfo.hpp"
+#include "validate.hpp"
+
+namespace knn {
+
+enum class Status { pass, fail, skip };
+const char* to_string(Status s);
+
+struct Result {
+  Case problem_case;
+  std::string query_checksum, reference_checksum;
+  std::string version, title, family;
+  Status status = Status::skip;
+  std::string reason;  // skip or failure reason
+  std::string path;    // internal path the version reported, if any
+  std::string note;    // harness remark about the measurement (e.g. a single cold sample)
+  std::vector<int> devices_used;
+  HostMemory host_memory = HostMemory::pageable;
+  bool validated = false;
+  ValidationReport validation;
+  std::vector<double> samples_ms;  // wall time of each timed call
+  Stats stats;
+  std::map<std::string, std::vector<double>> phase_samples_ms;  // build, query, h2d, kernel, d2h, ...
+  std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
+};
+
+struct RunInfo {
+  std::vector<std::string> argv;
+  std::string started_utc;
+  HostInfo host;
+  std::vector<DeviceInfo> devices;  // selected devices
+  std::vector<double> warmup_ms;    // per selected device
+  std::string device_note;          // why there are none, when there are none
+  int cuda_runtime_version = 0, cuda_driver_version = 0;
+  std::string matrix_file, matrix_checksum;
+  // options, as they shaped the measurements
+  int warmup = 0, min_samples = 0, max_samples = 0;
+  double min_time_s = 0, max_time_s = 0;
+  bool validate = true;
+  HostMemory host_memory = HostMemory::pageable;
+  bool complete = false;  // false while running or after an interruption
+};
+
+}  // namespace knn

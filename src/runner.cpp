@@ -1,0 +1,375 @@
+#include "runner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <unistd.h>
+
+#include "data.hpp"
+#include "devices.hpp"
+#include "errors.hpp"
+#include "host_memory.hpp"
+#include "report.hpp"
+#include "sysinfo.hpp"
+
+namespace knn {
+namespace {
+
+std::atomic<int> g_signals{0};
+
+extern "C" void on_signal(int sig) {
+  if (g_signals.fetch_add(1) >= 1) {
+    // Second interrupt: leave at once. The results file on disk is already valid JSON.
+    const char msg[] = "\nknnbench: interrupted again, exiting now\n";
+    (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+    std::_Exit(128 + sig);
+  }
+  const char msg[] = "\nknnbench: interrupted; finishing the call in flight and saving results (Ctrl-C again to quit now)\n";
+  (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
+}
+
+std::vector<std::string> split_commas(const std::vector<std::string>& specs) {
+  std::vector<std::string> out;
+  for (const auto& s : specs) {
+    std::size_t start = 0;
+    while (start <= s.size()) {
+      const std::size_t c = s.find(',', start);
+      const std::string item = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
+      if (!item.empty()) out.push_back(item);
+      if (c == std::string::npos) break;
+      start = c + 1;
+    }
+  }
+  return out;
+}
+
+bool parse_int(const std::string& s, int& out) {
+  if (s.empty() || s.size() > 9) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  out = std::stoi(s);
+  return true;
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+
+}  // namespace
+
+bool stop_requested() { return g_signals.load() > 0; }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::vector<Case> select_cases(const Matrix& mx, const std::vector<std::string>& case_specs, const std::vector<std::string>& groups) {
+  std::vector<int> valid;
+  for (const auto& c : mx.cases) valid.push_back(c.id);
+  std::vector<int> wanted;
+  for (const auto& item : split_commas(case_specs)) {
+    const auto dash = item.find('-');
+    int lo = 0, hi = 0;
+    const bool ok = dash == std::string::npos ? parse_int(item, lo) && parse_int(item, hi)
+                                              : parse_int(item.substr(0, dash), lo) && parse_int(item.substr(dash + 1), hi) && lo <= hi;
+    if (!ok) throw ConfigError(fmt::format("--case {}: expected a case id, a range like 8-11, or a comma list", item));
+    for (int id = lo; id <= hi; ++id) {
+      if (std::find(valid.begin(), valid.end(), id) == valid.end())
+        throw ConfigError(fmt::format("--case {}: no case {} in {} (valid ids: {})", item, id, mx.file, join_ints(valid)));
+      wanted.push_back(id);
+    }
+  }
+  std::vector<std::string> known_groups;
+  for (const auto& c : mx.cases)
+    for (const auto& g : c.groups)
+      if (std::find(known_groups.begin(), known_groups.end(), g) == known_groups.end()) known_groups.push_back(g);
+  const auto group_list = split_commas(groups);
+  for (const auto& g : group_list) {
+    if (std::find(known_groups.begin(), known_groups.end(), g) == known_groups.end()) {
+      std::string list;
+      for (const auto& k : known_groups) list += (list.empty() ? "" : ", ") + k;
+      throw ConfigError(fmt::format("--group {}: no such group in {} (groups: {})", g, mx.file, list.empty() ? "none" : list));
+    }
+  }
+  std::vector<Case> out;
+  for (const auto& c : mx.cases) {
+    bool take = wanted.empty() && group_list.empty();
+    take = take || std::find(wanted.begin(), wanted.end(), c.id) != wanted.end();
+    for (const auto& g : group_list) take = take || std::find(c.groups.begin(), c.groups.end(), g) != c.groups.end();
+    if (take) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& version_specs) {
+  const auto& all = Registry::instance().versions();
+  const auto items = split_commas(version_specs);
+  std::vector<const VersionDesc*> out;
+  if (items.empty()) {
+    for (const auto& v : all) out.push_back(&v);
+    return out;
+  }
+  for (const auto& id : items) {
+    const VersionDesc* d = Registry::instance().find(id);
+    if (!d) {
+      std::string list;
+      for (const auto& v : all) list += (list.empty() ? "" : ", ") + v.id;
+      throw ConfigError(fmt::format("--version {}: no such version (registered: {})", id, list));
+    }
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  }
+  std::sort(out.begin(), out.end(), [&all](const VersionDesc* a, const VersionDesc* b) { return a - all.data() < b - all.data(); });
+  return out;
+}
+
+std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const std::string& spec, const std::string& none_note) {
+  if (spec == "all" || spec.empty()) return all;
+  std::vector<DeviceInfo> out;
+  std::vector<int> present;
+  for (const auto& d : all) present.push_back(d.ordinal);
+  for (const auto& item : split_commas({spec})) {
+    int id = -1;
+    if (!parse_int(item, id)) throw ConfigError(fmt::format("--devices {}: expected \"all\" or a comma list of device ordinals", spec));
+    auto it = std::find_if(all.begin(), all.end(), [id](const DeviceInfo& d) { return d.ordinal == id; });
+    if (it == all.end())
+      throw ConfigError(fmt::format("--devices {}: device {} is not present ({})", spec, id,
+                                    all.empty() ? none_note : "present: " + join_ints(present)));
+    if (std::none_of(out.begin(), out.end(), [id](const DeviceInfo& d) { return d.ordinal == id; })) out.push_back(*it);
+  }
+  return out;
+}
+
+void measure_version(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,
+                     const std::int32_t* reference_indices, Result& r) {
+  r.version = desc.id;
+  r.title = desc.title;
+  r.family = to_string(desc.family);
+  r.host_memory = env.host_memory;
+  if (desc.gpus != GpuNeed::none && env.devices.empty()) {
+    r.status = Status::skip;
+    r.reason = "no CUDA device";
+    return;
+  }
+  if (desc.supports) {
+    if (auto why = desc.supports(p, env)) {
+      r.status = Status::skip;
+      r.reason = *why;
+      return;
+    }
+  }
+
+  const std::size_t slots = p.result_slots();
+  std::vector<std::int32_t> indices(slots);
+  std::vector<float> distances(slots);
+  TimingSink sink;
+
+  // One timed call: a fresh instance, build (trees) and query, outputs poisoned first.
+  auto call = [&](bool keep) {
+    std::fill(indices.begin(), indices.end(), -1);
+    std::fill(distances.begin(), distances.end(), std::numeric_limits<float>::quiet_NaN());
+    sink.clear();
+    RunContext ctx{sink, env, {}, {}};
+    auto instance = desc.make();
+    const auto t0 = std::chrono::steady_clock::now();
+    instance->build(p, ctx);
+    const auto t1 = std::chrono::steady_clock::now();
+    instance->query(p, Neighbors{indices.data(), distances.data()}, ctx);
+    const auto t2 = std::chrono::steady_clock::now();
+    const double total = elapsed_ms(t0, t2);
+    if (keep) {
+      r.samples_ms.push_back(total);
+      if (desc.has_build) r.phase_samples_ms["build"].push_back(elapsed_ms(t0, t1));
+      r.phase_samples_ms["query"].push_back(elapsed_ms(t1, t2));
+      for (const auto& [name, ms] : sink.phases())
+        if (name != "build" && name != "query") r.phase_samples_ms[name].push_back(ms);
+      for (const auto& [dev, phases] : sink.device_phases())
+        for (const auto& [name, ms] : phases) r.device_phase_samples_ms[dev][name].push_back(ms);
+    }
+    r.path = ctx.path;
+    r.devices_used = ctx.devices_used;
+    return total;
+  };
+
+  try {
+    const double max_ms = opts.max_time_s * 1e3;
+    bool measured = false;
+    for (int w = 0; w < opts.warmup && !stop_requested(); ++w) {
+      if (call(false) > max_ms) {
+        // A single call over the whole budget: measure it once more would double a long run.
+        // Keep the warm-up call as the one sample and say so.
+        r.samples_ms.clear();
+        r.phase_samples_ms.clear();
+        r.device_phase_samples_ms.clear();
+        call(true);
+        r.note = fmt::format("one sample: a call takes longer than --max-time {} s", opts.max_time_s);
+        measured = true;
+        break;
+      }
+    }
+    if (!measured) {
+      double total = 0;
+      do {
+        total += call(true);
+        const double next = r.samples_ms.back();
+        const bool enough = int(r.samples_ms.size()) >= opts.min_samples && total >= opts.min_time_s * 1e3;
+        if (enough || int(r.samples_ms.size()) >= opts.max_samples || total + next > max_ms || stop_requested()) break;
+      } while (true);
+      if (int(r.samples_ms.size()) < opts.min_samples && !stop_requested())
+        r.note = fmt::format("{} samples: --max-time {} s reached", r.samples_ms.size(), opts.max_time_s);
+    }
+  } catch (const std::exception& e) {
+    r.status = Status::fail;
+    r.reason = std::string("error: ") + e.what();
+    return;
+  }
+  r.stats = summarize(r.samples_ms);
+
+  if (opts.validate && reference_indices) {
+    r.validated = true;
+    r.validation = validate_neighbors(p, reference_indices, indices.data());
+    if (!r.validation.pass) {
+      r.status = Status::fail;
+      r.reason = fmt::format("validation: {} mismatches, {} invalid of {} neighbours; first: {}", r.validation.mismatches, r.validation.invalid,
+                             r.validation.checked, r.validation.first_problem);
+      return;
+    }
+  }
+  r.status = Status::pass;
+}
+
+int run_benchmark(const RunOptions& opts) {
+  if (opts.measure.min_samples < 1) throw ConfigError(fmt::format("--min-samples {}: expected at least 1", opts.measure.min_samples));
+  if (opts.measure.warmup < 0) throw ConfigError(fmt::format("--warmup {}: expected 0 or more", opts.measure.warmup));
+  if (!(opts.measure.max_time_s > 0)) throw ConfigError(fmt::format("--max-time {}: expected seconds > 0", opts.measure.max_time_s));
+  if (opts.measure.max_samples < opts.measure.min_samples)
+    throw ConfigError(fmt::format("--max-samples {}: expected at least --min-samples {}", opts.measure.max_samples, opts.measure.min_samples));
+  if (!(opts.measure.min_time_s >= 0)) throw ConfigError(fmt::format("--min-time {}: expected seconds ≥ 0", opts.measure.min_time_s));
+  HostMemory wanted_memory;
+  if (opts.host_memory == "pinned") wanted_memory = HostMemory::pinned;
+  else if (opts.host_memory == "pageable") wanted_memory = HostMemory::pageable;
+  else throw ConfigError(fmt::format("--host-memory {}: expected pinned or pageable", opts.host_memory));
+
+  Matrix mx = load_matrix(opts.config);
+  const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
+  const auto versions = select_versions(opts.version_specs);
+
+  RunInfo info;
+  info.argv = opts.argv;
+  info.started_utc = utc_now_iso();
+  info.host = read_host_info();
+  info.matrix_file = mx.file;
+  info.matrix_checksum = mx.checksum;
+  info.warmup = opts.measure.warmup;
+  info.min_samples = opts.measure.min_samples;
+  info.min_time_s = opts.measure.min_time_s;
+  info.max_time_s = opts.measure.max_time_s;
+  info.max_samples = opts.measure.max_samples;
+  info.validate = opts.measure.validate;
+
+  const DeviceDiscovery disc = discover_devices();
+  info.devices = select_devices(disc.devices, opts.devices, disc.note);
+  info.device_note = disc.note;
+  info.cuda_runtime_version = disc.runtime_version;
+  info.cuda_driver_version = disc.driver_version;
+  // Pinned memory needs a CUDA context; without a device the inputs are pageable, and say so.
+  info.host_memory = info.devices.empty() ? HostMemory::pageable : wanted_memory;
+
+  Environment env;
+  env.devices = info.devices;
+  env.host_memory = info.host_memory;
+  env.omp_threads = info.host.omp_threads;
+
+  std::vector<std::unique_ptr<Reporter>> reporters;
+  reporters.push_back(make_screen_reporter(opts.quiet));
+  const std::string json_path =
+      !opts.json_path.empty() ? opts.json_path : fmt::format("results/local/{}-{}.json", info.host.hostname, utc_now_compact());
+  reporters.push_back(make_json_reporter(json_path));
+  if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
+  if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
+
+  install_signal_handlers();
+  info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
+  for (auto& rep : reporters) rep->begin(info);
+
+  std::vector<Result> results;
+  bool any_fail = false;
+  for (const Case& original : cases) {
+    if (stop_requested()) break;
+    Case c = original;
+    if (opts.seed) c.seed = *opts.seed;
+    Result base;
+    base.problem_case = c;
+
+    const std::size_t qf = std::size_t(c.m) * c.dim, rf = std::size_t(c.n) * c.dim, slots = std::size_t(c.m) * c.topk;
+    const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
+    const double have = double(available_host_memory());
+    if (have > 0 && need > 0.9 * have) {
+      for (const VersionDesc* v : versions) {
+        Result r = base;
+        r.version = v->id;
+        r.title = v->title;
+        r.family = to_string(v->family);
+        r.status = Status::skip;
+        r.reason = fmt::format("needs {} of host memory, host has {} available", gib(need), gib(have));
+        results.push_back(r);
+        for (auto& rep : reporters) rep->result(info, results);
+      }
+      continue;
+    }
+
+    HostArray queries(qf, info.host_memory), references(rf, info.host_memory);
+    generate_points(c.distribution, c.seed, PointSet::queries, c.dim, c.m, queries.data());
+    generate_points(c.distribution, c.seed, PointSet::references, c.dim, c.n, references.data());
+    base.query_checksum = to_hex(checksum(queries.data(), qf));
+    base.reference_checksum = to_hex(checksum(references.data(), rf));
+    const Problem p{c.dim, c.m, c.n, c.topk, queries.data(), references.data()};
+
+    std::vector<std::int32_t> ref_idx;
+    std::vector<float> ref_dist;
+    for (const VersionDesc* v : versions) {
+      if (stop_requested()) break;
+      if (opts.measure.validate && ref_idx.empty()) {
+        const bool will_run = !(v->gpus != GpuNeed::none && env.devices.empty()) && !(v->supports && v->supports(p, env));
+        if (will_run) {
+          ref_idx.resize(slots);
+          ref_dist.resize(slots);
+          compute_reference(p, Neighbors{ref_idx.data(), ref_dist.data()});
+        }
+      }
+      Result r = base;
+      measure_version(*v, p, env, opts.measure, ref_idx.empty() ? nullptr : ref_idx.data(), r);
+      any_fail = any_fail || r.status == Status::fail;
+      results.push_back(std::move(r));
+      for (auto& rep : reporters) rep->result(info, results);
+    }
+  }
+  info.complete = !stop_requested();
+  for (auto& rep : reporters) rep->end(info, results);
+  if (!opts.quiet) fmt::print("Results: {}\n", json_path);
+  if (stop_requested()) {
+    fmt::print(stderr, "knnbench: interrupted; {} finished results saved in {}\n", results.size(), json_path);
+    return 128 + SIGINT;
+  }
+  return any_fail ? kExitValidationFailed : kExitOk;
+}
+
+}  // namespace knn

@@ -1,0 +1,102 @@
+#include "validate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/cpu_topk.hpp"
+
+namespace knn {
+
+void compute_reference(const Problem& p, Neighbors out) {
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, out);
+}
+
+double true_squared_distance(const Problem& p, int query, std::int32_t reference) {
+  const float* a = p.queries + std::size_t(query) * p.dim;
+  const float* b = p.references + std::size_t(reference) * p.dim;
+  double s = 0;
+  for (int t = 0; t < p.dim; ++t) {
+    const double d = double(a[t]) - double(b[t]);
+    s += d * d;
+  }
+  return s;
+}
+
+namespace {
+bool close(double a, double b) { return std::fabs(a - b) <= kDistanceRtol * std::max(std::fabs(a), std::fabs(b)) + kDistanceAtol; }
+}  // namespace
+
+ValidationReport validate_neighbors(const Problem& p, const std::int32_t* ref, const std::int32_t* got) {
+  ValidationReport r;
+  r.checked = (long long)p.m * p.topk;
+  long long mismatches = 0, ties = 0, invalid = 0;
+  double max_rel = 0;
+  std::string first;
+  auto note = [&first](const std::string& s) {
+#pragma omp critical(knn_validate_note)
+    if (first.empty()) first = s;
+  };
+#pragma omp parallel reduction(+ : mismatches, ties, invalid) reduction(max : max_rel)
+  {
+    std::vector<double> want(p.topk), have(p.topk);
+    std::vector<std::int32_t> sorted(p.topk);
+#pragma omp for schedule(dynamic, 16)
+    for (int q = 0; q < p.m; ++q) {
+      const std::int32_t* rq = ref + std::size_t(q) * p.topk;
+      const std::int32_t* gq = got + std::size_t(q) * p.topk;
+      bool row_valid = true;
+      for (int j = 0; j < p.topk; ++j) {
+        if (gq[j] < 0 || gq[j] >= p.n) {
+          ++invalid;
+          row_valid = false;
+          note(fmt::format("query {} slot {}: index {} out of range [0, {})", q, j, gq[j], p.n));
+        }
+      }
+      if (!row_valid) continue;
+      std::copy(gq, gq + p.topk, sorted.begin());
+      std::sort(sorted.begin(), sorted.end());
+      if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+        ++invalid;
+        note(fmt::format("query {}: duplicate index {} in its top-{}", q, *std::adjacent_find(sorted.begin(), sorted.end()), p.topk));
+        continue;
+      }
+      for (int j = 0; j < p.topk; ++j) {
+        want[j] = true_squared_distance(p, q, rq[j]);
+        have[j] = true_squared_distance(p, q, gq[j]);
+      }
+      // The row must come sorted by distance (ties in either order are equal within tolerance).
+      for (int j = 1; j < p.topk; ++j) {
+        if (have[j] < have[j - 1] && !close(have[j], have[j - 1])) {
+          ++invalid;
+          note(fmt::format("query {}: slot {} (distance {:.9g}) is closer than slot {} ({:.9g}): row not sorted", q, j, have[j], j - 1, have[j - 1]));
+          break;
+        }
+      }
+      std::vector<double> have_sorted = have;
+      std::sort(want.begin(), want.end());
+      std::sort(have_sorted.begin(), have_sorted.end());
+      for (int j = 0; j < p.topk; ++j) {
+        const double rel = want[j] > 0 ? std::fabs(have_sorted[j] - want[j]) / want[j] : std::fabs(have_sorted[j] - want[j]);
+        max_rel = std::max(max_rel, rel);
+        if (!close(have_sorted[j], want[j])) {
+          ++mismatches;
+          note(fmt::format("query {} rank {}: true distance {:.9g}, reference {:.9g} (index {} vs {})", q, j, have_sorted[j], want[j], gq[j], rq[j]));
+        } else if (gq[j] != rq[j]) {
+          ++ties;
+        }
+      }
+    }
+  }
+  r.mismatches = mismatches;
+  r.ties_accepted = ties;
+  r.invalid = invalid;
+  r.max_rel_error = max_rel;
+  r.first_problem = first;
+  r.pass = mismatches == 0 && invalid == 0;
+  return r;
+}
+
+}  // namespace knn

@@ -1,0 +1,39 @@
+#pragma once
+// Validation of a version's answer against the reference (v0's algorithm).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "problem.hpp"
+
+namespace knn {
+
+// Relative tolerance on true (double) squared distances: float accumulation over up to a few
+// hundred dimensions in another order stays far inside it.
+inline constexpr double kDistanceRtol = 1e-5;
+// Absolute floor, for distances at or near zero (duplicate points).
+inline constexpr double kDistanceAtol = 1e-9;
+
+struct ValidationReport {
+  bool pass = true;
+  long long checked = 0;        // neighbour slots compared (m·topk)
+  long long mismatches = 0;     // slots whose true distance differs from the reference's
+  long long ties_accepted = 0;  // slots with another index at an equal true distance
+  long long invalid = 0;        // out-of-range or duplicate indices, or unsorted rows
+  double max_rel_error = 0;     // over slots, |d_version − d_reference| / d_reference (true distances)
+  std::string first_problem;    // a readable description of the first failure
+};
+
+// The reference answer: v0's per-query loop, parallelised over queries with OpenMP. Every query
+// runs exactly the serial arithmetic, so the output is bit-identical to v0's.
+void compute_reference(const Problem& p, Neighbors out);
+
+// Checks `indices` (m × topk) against the reference. True distances are recomputed in double from
+// the inputs; distances a version returns are not trusted. For each query the sorted true
+// distances must match within tolerance, every index must be in [0, n) and unique in its row,
+// and the row must be in increasing distance order.
+ValidationReport validate_neighbors(const Problem& p, const std::int32_t* reference_indices, const std::int32_t* indices);
+
+double true_squared_distance(const Problem& p, int query, std::int32_t reference);
+
+}  // namespace knn
