@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# On a GPU machine: configure, build, run the test suite (GPU tests included), then the matrix.
+# Results (JSON + markdown + logs) land in results/local/gpu-check, or, when $OUT is set, in one
+# archive $OUT/gpu-check.tar.gz (a GPU machine that returns few files).
+#
+#   scripts/gpu-check.sh [steps...] [-- knnbench args]
+# steps (default: tests matrix pageable):
+#   tests       ctest, all labels (GPU tests must run, not skip)
+#   matrix      the default matrix, pinned host memory          -> default.{json,md}
+#   pageable    the default matrix, --host-memory pageable      -> pageable.{json,md}
+#   trees       configs/trees.json                               -> trees.{json,md}
+#   scaling     v8/v9 on cases 0-11 with 1, 2 and all GPUs       -> devices{1,2,N}.{json,md}
+#   sanitize    compute-sanitizer memcheck (every GPU version, cases 0-7) and racecheck (v1, v3)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ -n "${OUT:-}" ]; then
+  archive="$OUT/gpu-check.tar.gz"
+  OUT=$(mktemp -d /tmp/gpu-check.XXXXXX)
+  trap 'tar -C "$OUT" -czf "$archive" . && echo "gpu-check: archive $archive"' EXIT
+else
+  OUT=results/local/gpu-check
+fi
+mkdir -p "$OUT"
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+
+steps=()
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --) shift; extra=("$@"); break ;;
+    --sanitize) steps+=(sanitize) ;;
+    tests|matrix|pageable|trees|scaling|sanitize) steps+=("$1") ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ ${#steps[@]} -eq 0 ] && steps=(tests matrix pageable)
+
+status=0
+log() { echo "== gpu-check: $*" | tee -a "$OUT/gpu-check.log"; }
+
+log "configure + build in $BUILD_DIR"
+nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv >>"$OUT/gpu-check.log" 2>&1 || true
+if ! { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${KNN_CMAKE_ARGS:-} &&
+       cmake --build "$BUILD_DIR" -j"$(nproc)"; } >"$OUT/build.log" 2>&1; then
+  tail -n 40 "$OUT/build.log"
+  log "build FAILED"
+  exit 2
+fi
+bin="$BUILD_DIR/knnbench"
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    tests)
+      log "ctest"
+      ctest --test-dir "$BUILD_DIR" --output-on-failure -j4 >"$OUT/ctest.log" 2>&1 || status=1
+      grep -E "tests passed|tests failed|Skipped|\*\*\*Failed" "$OUT/ctest.log" | tail -n 15
+      ;;
+    matrix)
+      log "default matrix, pinned"
+      "$bin" --json "$OUT/default.json" --md "$OUT/default.md" "${extra[@]}" >"$OUT/default.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/default.log"
+      ;;
+    pageable)
+      log "default matrix, pageable host memory"
+      "$bin" --host-memory pageable --version v1,v2,v3,v4,v5,v6,v7 --json "$OUT/pageable.json" --md "$OUT/pageable.md" "${extra[@]}" \
+        >"$OUT/pageable.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/pageable.log"
+      ;;
+    trees)
+      log "trees matrix"
+      "$bin" --config configs/trees.json --json "$OUT/trees.json" --md "$OUT/trees.md" "${extra[@]}" >"$OUT/trees.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/trees.log"
+      ;;
+    scaling)
+      for d in 1 2 "$ngpu"; do
+        [ "$d" -gt "$ngpu" ] && continue
+        devs=$(seq -s, 0 $((d - 1)))
+        log "v8/v9 on devices $devs"
+        "$bin" --version v0,v8,v9 --devices "$devs" --json "$OUT/devices$d.json" --md "$OUT/devices$d.md" "${extra[@]}" \
+          >"$OUT/devices$d.log" 2>&1 || status=1
+        sed -n '/^Median wall time/,$p' "$OUT/devices$d.log"
+      done
+      ;;
+    sanitize)
+      if ! command -v compute-sanitizer >/dev/null 2>&1; then
+        log "compute-sanitizer not found: sanitize step NOT run"; status=1; continue
+      fi
+      gpu_versions=$("$bin" --list | awk '/^  v[0-9]+ / && $3 != "no" {print $1}' | paste -sd, -)
+      log "memcheck on $gpu_versions, cases 0-7"
+      compute-sanitizer --tool memcheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 --warmup 0 --min-samples 1 \
+        --min-time 0 --max-samples 1 --json "$OUT/memcheck.json" >"$OUT/memcheck.log" 2>&1 || status=1
+      grep -E "ERROR SUMMARY|Fail:" "$OUT/memcheck.log" | tail -n 5
+      for v in v1 v3; do
+        log "racecheck on $v, cases 0-7"
+        compute-sanitizer --tool racecheck --error-exitcode 99 "$bin" --version "$v" --case 0-7 --warmup 0 --min-samples 1 \
+          --min-time 0 --max-samples 1 --json "$OUT/racecheck-$v.json" >"$OUT/racecheck-$v.log" 2>&1 || status=1
+        grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Fail:" "$OUT/racecheck-$v.log" | tail -n 3
+      done
+      ;;
+  esac
+done
+log "done, status $status; files in $OUT"
+exit $status

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs knnbench's build dependencies on Debian/Ubuntu with apt-get.
+#   scripts/install-deps.sh              install what is missing (prints the command when not root)
+#   scripts/install-deps.sh --optional   also python3-matplotlib, for scripts/plot.py
+#   scripts/install-deps.sh --check      only report what is missing (exit 1 if anything is)
+# CUDA itself is not installed here: install the CUDA Toolkit from NVIDIA; without nvcc the
+# build still succeeds with the CPU versions only.
+set -euo pipefail
+
+want=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev)
+check_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --optional) want+=(python3-matplotlib) ;;
+    --check) check_only=1 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  echo "install-deps.sh: not a Debian/Ubuntu system; install CMake, a C++17 compiler, CLI11, fmt, nlohmann_json, GoogleTest and OpenMP yourself (see README: offline machines)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# OpenMP: g++ ships libgomp; other compilers (clang) need libomp-dev.
+cxx=${CXX:-c++}
+if command -v "$cxx" >/dev/null 2>&1 && ! echo 'int main(){}' | "$cxx" -fopenmp -x c++ -o /dev/null - >/dev/null 2>&1; then
+  missing+=(libomp-dev)
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps.sh: all dependencies present"
+  exit 0
+fi
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$check_only" = 1 ]; then
+  echo "install-deps.sh: missing: ${missing[*]}"
+  exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: missing packages; run as root:"
+  echo "  sudo apt-get update && sudo $cmd"
+  exit 1
+fi
+echo "install-deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd

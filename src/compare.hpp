@@ -1,0 +1,116 @@
+#pragma once
+// `knnbench compare A.json B.json`: pairs the results of two runs and judges B against A.
+// Reads results files only (report_json.cpp's schema); measures nothing.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace knn {
+
+// compare's exit codes: 0 no SLOWER verdict, 1..125 the number of SLOWER verdicts (capped),
+// 126 a usage error (missing or invalid file, bad flag). 126 and not the project's 2, which
+// would read as "2 slower".
+inline constexpr int kCompareMaxSlowerExit = 125;
+inline constexpr int kCompareExitUsage = 126;
+
+struct CompareOptions {
+  std::string file_a, file_b;
+  double threshold_pct = 0;           // hide pairs with |B/A − 1|·100 below this
+  std::vector<std::string> versions;  // "v3", "v1,v3"
+  std::vector<std::string> cases;     // "11", "8-11", "0,3"
+  bool markdown = false;
+};
+
+// A usage problem: a missing or invalid file, a bad filter. The message names the file.
+class CompareError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Adds the "compare" subcommand to `app`, binding its flags to `opts`; returns the subcommand.
+CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts);
+// Runs the comparison, prints to stdout (errors to stderr), returns the exit code.
+int run_compare(const CompareOptions& opts);
+
+// Two-sided p-value of the Mann–Whitney U test: exact when there are no ties and
+// n_a·n_b ≤ 400, else the normal approximation with tie and continuity corrections.
+// NaN when either side is empty.
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+// ---------------------------------------------------------------- the report, for tests and printers
+
+enum class Verdict { same, faster, slower, unknown };  // unknown prints as "????"
+const char* to_string(Verdict v);
+
+struct DeviceSummary {
+  int ordinal = 0;
+  std::string name, compute_capability;
+  int sm_count = 0;
+  double memory_bytes = 0;
+};
+
+// What a results file says about where and how it ran.
+struct RunSummary {
+  std::string file;
+  std::string hostname, cpu_model, os;
+  int cores = 0, omp_threads = 0;
+  double memory_bytes = 0;
+  std::vector<DeviceSummary> devices;
+  std::string device_note;  // why there is no device
+  std::string knnbench_version, git_sha, build_type, cuda_runtime, cuda_driver, date_utc, host_memory;
+  bool complete = true;
+};
+
+struct ComparedPair {
+  int case_id = 0;
+  std::string version;
+  std::string params;  // "k=3 m=1024 n=65536 topk=1 uniform seed=20240607"
+  double a_median_ms = 0, a_noise_pct = 0, b_median_ms = 0, b_noise_pct = 0;
+  int a_samples = 0, b_samples = 0;
+  double ratio = 0;                // B median / A median; NaN when A's median is not positive
+  std::optional<double> p_value;   // both sides kept ≥ 3 raw samples
+  Verdict verdict = Verdict::unknown;
+  bool hidden = false;             // under --threshold: not shown, not counted in the exit code
+};
+
+enum class NotCompared { refused, status, only_in_a, only_in_b };
+
+struct UncomparedEntry {
+  NotCompared kind = NotCompared::refused;
+  int case_id = 0;
+  std::string version;
+  std::string detail;  // why, in words
+};
+
+struct VersionGeomean {
+  std::string version;
+  int pairs = 0;  // pairs with a positive ratio, hidden ones included
+  double geomean = 0;
+  int faster = 0, same = 0, slower = 0, unknown = 0;
+};
+
+struct CompareReport {
+  RunSummary a, b;
+  std::vector<std::string> notes;  // header remarks: devices differ, incomplete runs, ...
+  double threshold_pct = 0;
+  std::vector<ComparedPair> pairs;  // ordered by version number, then case id
+  std::vector<UncomparedEntry> uncompared;
+  std::vector<VersionGeomean> geomeans;
+  int slower = 0;         // SLOWER verdicts that count (not hidden)
+  int hidden_slower = 0;  // SLOWER verdicts hidden by --threshold
+  int hidden = 0;
+  int exit_code() const { return slower < kCompareMaxSlowerExit ? slower : kCompareMaxSlowerExit; }
+};
+
+// Compares two parsed results documents. Throws CompareError (naming opts.file_a or
+// opts.file_b, or "A"/"B" when empty) for a wrong schema_version, missing fields or bad filters.
+CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& opts);
+// Reads and parses one results file; throws CompareError naming the file.
+nlohmann::json load_results_file(const std::string& path);
+// The report as text for the terminal, or as markdown.
+std::string format_compare(const CompareReport& report, bool markdown);
+
+}  // namespace knn

@@ -1,0 +1,145 @@
+// End-to-end tests of the knnbench binary: exit codes, messages, results files.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Run run(const std::string& binary, const std::string& args) {
+  const std::string cmd = binary + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Run r{-1, ""};
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string tmp_path(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("knn_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+const std::string kConfig = std::string("--config ") + KNN_SOURCE_DIR + "/configs/default.json";
+const std::string kFast = " --warmup 0 --min-samples 1 --min-time 0 ";
+
+}  // namespace
+
+TEST(Cli, UnknownVersionExits2AndListsValidOnes) {
+  const auto r = run(KNN_BINARY, kConfig + " --version v99");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("v99"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("registered: v0"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownCaseExits2AndListsValidIds) {
+  const auto r = run(KNN_BINARY, kConfig + " --case 12");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("valid ids: 0, 1, 2"), std::string::npos) << r.out;
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --case 3-x").code, 2);
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --group nope").code, 2);
+}
+
+TEST(Cli, BadFlagsExit2) {
+  EXPECT_EQ(run(KNN_BINARY, "--no-such-flag").code, 2);
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --host-memory swap").code, 2);
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --min-samples 0").code, 2);
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --max-time -1").code, 2);
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --devices 97").code, 2);
+}
+
+TEST(Cli, BadMatrixExits2NamingFileAndField) {
+  const std::string path = tmp_path("bad.json");
+  std::ofstream(path) << R"({"schema_version":1,"cases":[{"id":0,"k":3,"m":1,"n":0}]})";
+  const auto r = run(KNN_BINARY, "--config " + path);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(path + ": /cases/0/n: 0"), std::string::npos) << r.out;
+  EXPECT_EQ(run(KNN_BINARY, "--config /nonexistent.json").code, 2);
+}
+
+TEST(Cli, HelpAndListExit0) {
+  const auto h = run(KNN_BINARY, "--help");
+  EXPECT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--version"), std::string::npos);
+  const auto l = run(KNN_BINARY, kConfig + " --list");
+  EXPECT_EQ(l.code, 0) << l.out;
+  EXPECT_NE(l.out.find("v0"), std::string::npos);
+  EXPECT_NE(l.out.find("1048576"), std::string::npos);
+}
+
+TEST(Cli, V0Case6RunsAndWritesValidJson) {
+  const std::string json = tmp_path("v0c6.json"), md = tmp_path("v0c6.md"), csv = tmp_path("v0c6.csv");
+  const auto r = run(KNN_BINARY, kConfig + kFast + "--version v0 --case 6 --json " + json + " --md " + md + " --csv " + csv);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Devices:"), std::string::npos);
+  EXPECT_NE(r.out.find("Pass: case  6"), std::string::npos) << r.out;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_TRUE(j["meta"]["complete"].get<bool>());
+  ASSERT_EQ(j["results"].size(), 1u);
+  const auto& res = j["results"][0];
+  EXPECT_EQ(res["version"], "v0");
+  EXPECT_EQ(res["status"], "pass");
+  EXPECT_EQ(res["validation"]["status"], "pass");
+  EXPECT_EQ(res["case"]["n"], 65536);
+  EXPECT_EQ(res["case"]["checksums"]["queries"].get<std::string>().size(), 16u);
+  EXPECT_GT(res["stats"]["median_ms"].get<double>(), 0.0);
+  EXPECT_TRUE(std::filesystem::file_size(md) > 100);
+  EXPECT_TRUE(std::filesystem::file_size(csv) > 50);
+}
+
+TEST(Cli, SmokeGroupSkipsGpuVersionsWithoutADevice) {
+  const std::string json = tmp_path("smoke.json");
+  const auto r = run(KNN_BINARY, kConfig + kFast + "--group smoke --json " + json);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  const bool no_gpu = j["devices"].empty();
+  for (const auto& res : j["results"]) {
+    if (no_gpu && res["family"] != "cpu" && res["family"] != "tree") {
+      EXPECT_EQ(res["status"], "skip") << res["version"];
+      EXPECT_EQ(res["reason"], "no CUDA device") << res["version"];
+    }
+    if (res["status"] == "fail") ADD_FAILURE() << res["version"] << " case " << res["case"]["id"] << ": " << res["reason"];
+  }
+  EXPECT_EQ(r.code, 0) << r.out;
+  if (no_gpu) EXPECT_NE(r.out.find("none (no CUDA device"), std::string::npos) << r.out;
+}
+
+TEST(Cli, SameSeedSameChecksumsAcrossRuns) {
+  const std::string a = tmp_path("a.json"), b = tmp_path("b.json");
+  ASSERT_EQ(run(KNN_BINARY, kConfig + kFast + "--version v0 --case 5 --json " + a + " --quiet").code, 0);
+  ASSERT_EQ(run(KNN_BINARY, kConfig + kFast + "--version v0 --case 5 --seed 99 --json " + b + " --quiet").code, 0);
+  const auto ja = nlohmann::json::parse(std::ifstream(a)), jb = nlohmann::json::parse(std::ifstream(b));
+  EXPECT_NE(ja["results"][0]["case"]["checksums"], jb["results"][0]["case"]["checksums"]);
+  const std::string c = tmp_path("c.json");
+  ASSERT_EQ(run(KNN_BINARY, kConfig + kFast + "--version v0 --case 5 --json " + c + " --quiet").code, 0);
+  const auto jc = nlohmann::json::parse(std::ifstream(c));
+  EXPECT_EQ(ja["results"][0]["case"]["checksums"], jc["results"][0]["case"]["checksums"]);
+}
+
+TEST(Cli, WrongVersionFailsValidationAndExits1) {
+  const std::string json = tmp_path("wrong.json");
+  const auto r = run(KNN_TEST_BINARY, kConfig + kFast + "--version v0,t1 --case 5 --json " + json);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("Fail: case  5"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["status"], "pass");  // the run went on past the failure
+  EXPECT_EQ(j["results"][1]["status"], "fail");
+  EXPECT_GT(j["results"][1]["validation"]["mismatches"].get<long>(), 0);
+}

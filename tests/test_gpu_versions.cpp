@@ -1,0 +1,77 @@
+// Every registered version that needs a GPU, validated against v0 on the seed's cases 0–7 and on
+// awkward sizes. Labelled `gpu` in ctest; skipped with a message where no CUDA device exists.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "devices.hpp"
+#include "matrix.hpp"
+#include "test_support.hpp"
+
+using namespace knn;
+using knn::testing::Dataset;
+
+namespace {
+
+struct GpuCase {
+  std::string name;
+  int dim, m, n, topk;
+  Distribution dist;
+};
+
+void PrintTo(const GpuCase& c, std::ostream* os) { *os << c.name; }
+
+const DeviceDiscovery& discovery() {
+  static const DeviceDiscovery d = discover_devices();
+  return d;
+}
+
+std::vector<GpuCase> gpu_cases() {
+  std::vector<GpuCase> out;
+  const auto mx = load_matrix(std::string(KNN_SOURCE_DIR) + "/configs/default.json");
+  for (const auto& c : mx.cases)
+    if (c.id <= 7) out.push_back({fmt::format("case{}", c.id), c.dim, c.m, c.n, c.topk, c.distribution});
+  const std::vector<GpuCase> awkward = {
+      {"m1", 3, 1, 5000, 1, Distribution::uniform},          {"n1", 3, 64, 1, 1, Distribution::uniform},
+      {"n2", 3, 33, 2, 1, Distribution::uniform},            {"n3", 3, 33, 3, 1, Distribution::uniform},
+      {"n5", 3, 33, 5, 1, Distribution::uniform},            {"n1025", 3, 100, 1025, 1, Distribution::uniform},
+      {"n100003", 3, 20, 100003, 1, Distribution::uniform},  {"m1000", 3, 1000, 4000, 1, Distribution::uniform},
+      {"k1", 1, 200, 3000, 1, Distribution::uniform},        {"k2", 2, 200, 3000, 1, Distribution::uniform},
+      {"k7", 7, 200, 3000, 1, Distribution::uniform},        {"k16", 16, 200, 3000, 1, Distribution::uniform},
+      {"k32", 32, 100, 3000, 1, Distribution::uniform},      {"duplicates", 3, 300, 5000, 1, Distribution::duplicates},
+      {"duplicates_k16", 16, 100, 5000, 1, Distribution::duplicates}, {"clusters", 3, 300, 20000, 1, Distribution::clusters},
+      {"clusters_k16", 16, 100, 20000, 1, Distribution::clusters},    {"topk5", 3, 200, 5000, 5, Distribution::uniform},
+      {"topk32", 3, 100, 5000, 32, Distribution::clusters},  {"topk8_dups", 3, 100, 3000, 8, Distribution::duplicates},
+  };
+  out.insert(out.end(), awkward.begin(), awkward.end());
+  return out;
+}
+
+class GpuVersions : public ::testing::TestWithParam<GpuCase> {};
+
+TEST_P(GpuVersions, ValidateAgainstV0) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU tests skipped, not run";
+  const auto& c = GetParam();
+  Dataset d(c.dim, c.m, c.n, c.topk, c.dist, 777 + c.n + c.dim);
+  Environment env;
+  env.devices = disc.devices;
+  int ran = 0;
+  for (const auto& v : Registry::instance().versions()) {
+    if (v.gpus == GpuNeed::none) continue;
+    const Result r = knn::testing::run_once(v, d, env);
+    if (r.status == Status::skip) {
+      std::printf("  %s %s: skipped: %s\n", c.name.c_str(), v.id.c_str(), r.reason.c_str());
+      continue;
+    }
+    ++ran;
+    EXPECT_EQ(r.status, Status::pass) << v.id << " on " << c.name << ": " << r.reason;
+    if (!r.path.empty()) std::printf("  %s %s: path: %s\n", c.name.c_str(), v.id.c_str(), r.path.c_str());
+  }
+  if (c.topk == 1) EXPECT_GT(ran, 0) << "no GPU version ran on " << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuVersions, ::testing::ValuesIn(gpu_cases()),
+                         [](const ::testing::TestParamInfo<GpuCase>& i) { return i.param.name; });
+
+}  // namespace
