@@ -91,6 +91,10 @@ int cli_main(int argc, char** argv) {
   bool no_validate = false;
   app.add_flag("--no-validate", no_validate, "Skip validation against v0");
   app.add_flag("--quiet", o.quiet, "Print only the final table");
+  app.add_flag("--isolate", o.isolate,
+               "Run each (case, version) in its own child process: a crash, a GPU fault or a call over --max-time is recorded "
+               "as a failure and the run goes on");
+  app.add_flag("--isolated-child", o.isolated_child, "(internal) this process is an --isolate child")->group("");
   app.add_flag("--build-info", build_info_flag, "Print the build's version, git sha and compilers, then exit");
 
   try {

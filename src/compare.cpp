@@ -381,16 +381,6 @@ std::string summary_block(const char* label, const RunSummary& s, bool markdown)
   return out + (markdown ? "\n" : "");
 }
 
-const char* kind_text(NotCompared k) {
-  switch (k) {
-    case NotCompared::refused: return "refused";
-    case NotCompared::status: return "status";
-    case NotCompared::only_in_a: return "only in A";
-    case NotCompared::only_in_b: return "only in B";
-  }
-  return "?";
-}
-
 }  // namespace
 
 const char* to_string(Verdict v) {

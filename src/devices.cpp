@@ -69,6 +69,18 @@ DeviceDiscovery discover_devices() {
   return d;
 }
 
+std::size_t device_free_memory(int ordinal) {
+#if KNN_HAVE_CUDA
+  cuda::DeviceScope scope(ordinal);
+  std::size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) return free_b;
+  (void)cudaGetLastError();
+#else
+  (void)ordinal;
+#endif
+  return 0;
+}
+
 std::vector<double> warm_up_devices(const std::vector<DeviceInfo>& devices) {
   std::vector<double> ms(devices.size(), 0.0);
 #if KNN_HAVE_CUDA

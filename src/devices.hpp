@@ -21,6 +21,9 @@ DeviceDiscovery discover_devices();
 // once (one host thread each). Returns the warm-up time per device in ms. Throws on a CUDA error.
 std::vector<double> warm_up_devices(const std::vector<DeviceInfo>& devices);
 
+// Free memory on a device now (bytes); 0 when unknown or without CUDA.
+std::size_t device_free_memory(int ordinal);
+
 namespace detail {
 void run_warmup_kernel(int device);  // defined in warmup.cu (CUDA builds only)
 }

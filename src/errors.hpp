@@ -10,6 +10,13 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A resource (device or host memory) is too small for a case: the harness records a skip with
+// this message and goes on.
+class OutOfMemoryError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Exit codes, for the CLI and its tests.
 enum ExitCode : int { kExitOk = 0, kExitValidationFailed = 1, kExitUsage = 2 };
 

@@ -48,6 +48,9 @@ struct VersionDesc {
   // Returns a skip reason when the version cannot run this problem here, nothing otherwise.
   // The harness itself already skips GPU versions when no device is present.
   std::function<std::optional<std::string>(const Problem&, const Environment&)> supports;
+  // Device memory one call needs on each GPU it uses (bytes). When given, the harness checks it
+  // against the device's free memory before running and skips with "needs X GiB, device has Y GiB".
+  std::function<std::size_t(const Problem&, const Environment&)> device_bytes;
   std::function<std::unique_ptr<VersionInstance>()> make;
 };
 

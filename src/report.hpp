@@ -13,6 +13,8 @@ class Reporter {
  public:
   virtual ~Reporter() = default;
   virtual void begin(const RunInfo& /*info*/) {}
+  // A (case, version) is about to run: number `index` (0-based) of `total`.
+  virtual void start(const RunInfo& /*info*/, const Case& /*c*/, const std::string& /*version*/, int /*index*/, int /*total*/) {}
   // A result finished; `all` holds every finished result so far, this one last.
   virtual void result(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}
   virtual void end(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}
@@ -27,6 +29,9 @@ std::unique_ptr<Reporter> make_csv_reporter(std::string path);
 inline constexpr int kResultsSchemaVersion = 1;
 nlohmann::ordered_json results_to_json(const RunInfo& info, const std::vector<Result>& results);
 nlohmann::ordered_json result_to_json(const Result& r);
+// Reads back one element of "results" (as written by result_to_json): used by --isolate, whose
+// child processes hand their result to the parent through a results file.
+Result result_from_json(const nlohmann::json& j);
 
 // Writes `content` to `path` through a temporary file and rename(2); creates parent folders.
 void write_file_atomically(const std::string& path, const std::string& content);

@@ -13,7 +13,7 @@ json phases_json(const std::map<std::string, std::vector<double>>& phases) {
   json out = json::object();
   for (const auto& [name, samples] : phases) {
     const Stats s = summarize(samples);
-    out[name] = {{"median_ms", s.median}, {"min_ms", s.min}, {"max_ms", s.max}, {"samples", s.samples}};
+    out[name] = {{"median_ms", s.median}, {"min_ms", s.min}, {"max_ms", s.max}, {"samples", s.samples}, {"samples_ms", samples}};
   }
   return out;
 }
@@ -67,6 +67,50 @@ json result_to_json(const Result& r) {
   for (const auto& [d, phases] : r.device_phase_samples_ms) dev[std::to_string(d)] = phases_json(phases);
   j["device_phases"] = dev;
   return j;
+}
+
+Result result_from_json(const nlohmann::json& j) {
+  Result r;
+  const auto& c = j.at("case");
+  r.problem_case.id = c.at("id");
+  r.problem_case.dim = c.at("k");
+  r.problem_case.m = c.at("m");
+  r.problem_case.n = c.at("n");
+  r.problem_case.topk = c.at("topk");
+  parse_distribution(c.at("distribution").get<std::string>(), r.problem_case.distribution);
+  r.problem_case.seed = c.at("seed");
+  r.problem_case.groups = c.at("groups").get<std::vector<std::string>>();
+  r.query_checksum = c.at("checksums").at("queries");
+  r.reference_checksum = c.at("checksums").at("references");
+  r.version = j.at("version");
+  r.title = j.at("title");
+  r.family = j.at("family");
+  const std::string st = j.at("status");
+  r.status = st == "pass" ? Status::pass : st == "fail" ? Status::fail : Status::skip;
+  auto opt_string = [&j](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string(); };
+  r.reason = opt_string("reason");
+  r.path = opt_string("path");
+  r.note = opt_string("note");
+  r.devices_used = j.at("devices_used").get<std::vector<int>>();
+  r.host_memory = j.at("host_memory") == "pinned" ? HostMemory::pinned : HostMemory::pageable;
+  const auto& v = j.at("validation");
+  if (v.is_object() && v.at("status") != "off") {
+    r.validated = true;
+    r.validation.pass = v.at("status") == "pass";
+    r.validation.checked = v.at("checked");
+    r.validation.mismatches = v.at("mismatches");
+    r.validation.ties_accepted = v.at("ties_accepted");
+    r.validation.invalid = v.at("invalid");
+    r.validation.max_rel_error = v.at("max_rel_error");
+    if (v.at("first_problem").is_string()) r.validation.first_problem = v.at("first_problem");
+  }
+  r.samples_ms = j.at("samples_ms").get<std::vector<double>>();
+  r.stats = summarize(r.samples_ms);
+  for (const auto& [name, ph] : j.at("phases").items()) r.phase_samples_ms[name] = ph.at("samples_ms").get<std::vector<double>>();
+  for (const auto& [dev, phases] : j.at("device_phases").items())
+    for (const auto& [name, ph] : phases.items())
+      r.device_phase_samples_ms[std::stoi(dev)][name] = ph.at("samples_ms").get<std::vector<double>>();
+  return r;
 }
 
 json results_to_json(const RunInfo& info, const std::vector<Result>& results) {

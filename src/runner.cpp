@@ -10,7 +10,15 @@
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "data.hpp"
 #include "devices.hpp"
@@ -176,11 +184,51 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
       return;
     }
   }
+  if (desc.device_bytes && !env.devices.empty()) {
+    // Checked before anything is allocated; cudaErrorMemoryAllocation is still caught below.
+    const std::size_t need = desc.device_bytes(p, env);
+    const std::size_t used = desc.gpus == GpuNeed::one ? 1 : env.devices.size();
+    for (std::size_t i = 0; i < used; ++i) {
+      const std::size_t have = device_free_memory(env.devices[i].ordinal);
+      if (have > 0 && need > have) {
+        r.status = Status::skip;
+        r.reason = fmt::format("needs {}, device {} has {} free", gib(double(need)), env.devices[i].ordinal, gib(double(have)));
+        return;
+      }
+    }
+  }
 
   const std::size_t slots = p.result_slots();
   std::vector<std::int32_t> indices(slots);
   std::vector<float> distances(slots);
   TimingSink sink;
+
+  // In an isolated child, a call over --max-time is stopped by ending the process.
+  std::atomic<bool> watchdog_done{false};
+  std::atomic<long long> call_started_ns{0};
+  std::thread watchdog;
+  if (opts.kill_after_max_time) {
+    watchdog = std::thread([&] {
+      while (!watchdog_done.load()) {
+        const long long t0 = call_started_ns.load();
+        const long long now = std::chrono::steady_clock::now().time_since_epoch().count();
+        if (t0 != 0 && double(now - t0) * 1e-9 > opts.max_time_s) {
+          const std::string msg = fmt::format("knnbench: stopped: a call of {} exceeded --max-time {} s\n", desc.id, opts.max_time_s);
+          (void)!::write(STDERR_FILENO, msg.data(), msg.size());
+          std::_Exit(124);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  }
+  struct JoinWatchdog {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~JoinWatchdog() {
+      done = true;
+      if (t.joinable()) t.join();
+    }
+  } join_watchdog{watchdog_done, watchdog};
 
   // One timed call: a fresh instance, build (trees) and query, outputs poisoned first.
   auto call = [&](bool keep) {
@@ -190,10 +238,12 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     RunContext ctx{sink, env, {}, {}};
     auto instance = desc.make();
     const auto t0 = std::chrono::steady_clock::now();
+    call_started_ns = t0.time_since_epoch().count();
     instance->build(p, ctx);
     const auto t1 = std::chrono::steady_clock::now();
     instance->query(p, Neighbors{indices.data(), distances.data()}, ctx);
     const auto t2 = std::chrono::steady_clock::now();
+    call_started_ns = 0;
     const double total = elapsed_ms(t0, t2);
     if (keep) {
       r.samples_ms.push_back(total);
@@ -236,6 +286,20 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
       if (int(r.samples_ms.size()) < opts.min_samples && !stop_requested())
         r.note = fmt::format("{} samples: --max-time {} s reached", r.samples_ms.size(), opts.max_time_s);
     }
+  } catch (const OutOfMemoryError& e) {
+    r.status = Status::skip;
+    r.reason = e.what();
+    r.samples_ms.clear();
+    r.phase_samples_ms.clear();
+    r.device_phase_samples_ms.clear();
+    return;
+  } catch (const std::bad_alloc&) {
+    r.status = Status::skip;
+    r.reason = "out of host memory";
+    r.samples_ms.clear();
+    r.phase_samples_ms.clear();
+    r.device_phase_samples_ms.clear();
+    return;
   } catch (const std::exception& e) {
     r.status = Status::fail;
     r.reason = std::string("error: ") + e.what();
@@ -255,6 +319,123 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   }
   r.status = Status::pass;
 }
+
+namespace {
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+  }
+  return "signal " + std::to_string(sig);
+}
+
+std::string last_line(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  const auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+// Runs one (case, version) in a child knnbench process (same binary, same options), so that a
+// fault (an illegal address leaves the CUDA context broken for the whole process), a crash or a
+// hang cannot take the run down. The child writes a one-result JSON file; the parent reads it,
+// or records the child's signal or error as a failure.
+Result run_isolated(const RunOptions& opts, const Case& c, const VersionDesc& v) {
+  Result r;
+  r.problem_case = c;
+  r.version = v.id;
+  r.title = v.title;
+  r.family = to_string(v.family);
+  const std::string tmp =
+      (std::filesystem::temp_directory_path() / fmt::format("knnbench-{}-case{}-{}.json", ::getpid(), c.id, v.id)).string();
+  std::remove(tmp.c_str());
+  const MeasureOptions& m = opts.measure;
+  std::vector<std::string> args{"knnbench", "--config", opts.config, "--case", std::to_string(c.id), "--version", v.id, "--json", tmp,
+                                "--warmup", std::to_string(m.warmup), "--min-samples", std::to_string(m.min_samples),
+                                "--max-samples", std::to_string(m.max_samples), "--min-time", fmt::format("{}", m.min_time_s),
+                                "--max-time", fmt::format("{}", m.max_time_s), "--host-memory", opts.host_memory, "--devices", opts.devices,
+                                "--isolated-child"};
+  if (opts.seed) args.insert(args.end(), {"--seed", std::to_string(*opts.seed)});
+  if (!m.validate) args.push_back("--no-validate");
+
+  int err_pipe[2];
+  if (::pipe(err_pipe) != 0) throw std::runtime_error("--isolate: pipe() failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("--isolate: fork() failed");
+  if (pid == 0) {
+    ::close(err_pipe[0]);
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv("/proc/self/exe", argv.data());
+    std::_Exit(127);
+  }
+  ::close(err_pipe[1]);
+  // Collect the child's stderr; the backstop deadline covers data generation and the reference too.
+  std::string err;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(3 * m.max_time_s * (m.warmup + 1) + 600);
+  bool killed_by_us = false;
+  for (;;) {
+    pollfd pfd{err_pipe[0], POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, 200);
+    if (ready > 0) {
+      char buf[4096];
+      const ssize_t got = ::read(err_pipe[0], buf, sizeof buf);
+      if (got <= 0) break;
+      err.append(buf, std::size_t(got));
+      if (err.size() > 65536) err.erase(0, err.size() - 65536);
+    }
+    if (std::chrono::steady_clock::now() > deadline && !killed_by_us) {
+      ::kill(pid, SIGKILL);
+      killed_by_us = true;
+    }
+  }
+  ::close(err_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+
+  std::ifstream in(tmp);
+  if (in) {
+    try {
+      const auto doc = nlohmann::json::parse(in);
+      if (doc.at("results").size() == 1) {
+        Result got = result_from_json(doc.at("results")[0]);
+        std::remove(tmp.c_str());
+        return got;
+      }
+    } catch (const std::exception&) {
+      // fall through: recorded as a failure below
+    }
+  }
+  std::remove(tmp.c_str());
+  r.status = Status::fail;
+  if (killed_by_us) {
+    r.reason = "child process did not finish in time and was killed";
+  } else if (WIFSIGNALED(status)) {
+    r.reason = fmt::format("child process killed by {}", signal_name(WTERMSIG(status)));
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 124) {
+    r.status = Status::fail;
+    r.reason = fmt::format("stopped: a call exceeded --max-time {} s", m.max_time_s);
+  } else {
+    r.reason = fmt::format("child process exited with code {}", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  const std::string tail = last_line(err);
+  if (!tail.empty()) r.reason += ": " + tail;
+  return r;
+}
+
+}  // namespace
 
 int run_benchmark(const RunOptions& opts) {
   if (opts.measure.min_samples < 1) throw ConfigError(fmt::format("--min-samples {}: expected at least 1", opts.measure.min_samples));
@@ -299,7 +480,9 @@ int run_benchmark(const RunOptions& opts) {
   env.omp_threads = info.host.omp_threads;
 
   std::vector<std::unique_ptr<Reporter>> reporters;
-  reporters.push_back(make_screen_reporter(opts.quiet));
+  if (!opts.isolated_child) reporters.push_back(make_screen_reporter(opts.quiet));
+  MeasureOptions measure = opts.measure;
+  measure.kill_after_max_time = opts.isolated_child;
   const std::string json_path =
       !opts.json_path.empty() ? opts.json_path : fmt::format("results/local/{}-{}.json", info.host.hostname, utc_now_compact());
   reporters.push_back(make_json_reporter(json_path));
@@ -312,12 +495,28 @@ int run_benchmark(const RunOptions& opts) {
 
   std::vector<Result> results;
   bool any_fail = false;
+  const int total = int(cases.size() * versions.size());
+  int index = 0;
+  auto finish = [&](Result r) {
+    any_fail = any_fail || r.status == Status::fail;
+    results.push_back(std::move(r));
+    for (auto& rep : reporters) rep->result(info, results);
+  };
   for (const Case& original : cases) {
     if (stop_requested()) break;
     Case c = original;
     if (opts.seed) c.seed = *opts.seed;
     Result base;
     base.problem_case = c;
+
+    if (opts.isolate) {  // the children generate the data and validate; the parent only collects
+      for (const VersionDesc* v : versions) {
+        if (stop_requested()) break;
+        for (auto& rep : reporters) rep->start(info, c, v->id, index++, total);
+        finish(run_isolated(opts, c, *v));
+      }
+      continue;
+    }
 
     const std::size_t qf = std::size_t(c.m) * c.dim, rf = std::size_t(c.n) * c.dim, slots = std::size_t(c.m) * c.topk;
     const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
@@ -330,8 +529,8 @@ int run_benchmark(const RunOptions& opts) {
         r.family = to_string(v->family);
         r.status = Status::skip;
         r.reason = fmt::format("needs {} of host memory, host has {} available", gib(need), gib(have));
-        results.push_back(r);
-        for (auto& rep : reporters) rep->result(info, results);
+        for (auto& rep : reporters) rep->start(info, c, v->id, index++, total);
+        finish(std::move(r));
       }
       continue;
     }
@@ -347,7 +546,7 @@ int run_benchmark(const RunOptions& opts) {
     std::vector<float> ref_dist;
     for (const VersionDesc* v : versions) {
       if (stop_requested()) break;
-      if (opts.measure.validate && ref_idx.empty()) {
+      if (measure.validate && ref_idx.empty()) {
         const bool will_run = !(v->gpus != GpuNeed::none && env.devices.empty()) && !(v->supports && v->supports(p, env));
         if (will_run) {
           ref_idx.resize(slots);
@@ -355,16 +554,15 @@ int run_benchmark(const RunOptions& opts) {
           compute_reference(p, Neighbors{ref_idx.data(), ref_dist.data()});
         }
       }
+      for (auto& rep : reporters) rep->start(info, c, v->id, index++, total);
       Result r = base;
-      measure_version(*v, p, env, opts.measure, ref_idx.empty() ? nullptr : ref_idx.data(), r);
-      any_fail = any_fail || r.status == Status::fail;
-      results.push_back(std::move(r));
-      for (auto& rep : reporters) rep->result(info, results);
+      measure_version(*v, p, env, measure, ref_idx.empty() ? nullptr : ref_idx.data(), r);
+      finish(std::move(r));
     }
   }
   info.complete = !stop_requested();
   for (auto& rep : reporters) rep->end(info, results);
-  if (!opts.quiet) fmt::print("Results: {}\n", json_path);
+  if (!opts.quiet && !opts.isolated_child) fmt::print("Results: {}\n", json_path);
   if (stop_requested()) {
     fmt::print(stderr, "knnbench: interrupted; {} finished results saved in {}\n", results.size(), json_path);
     return 128 + SIGINT;

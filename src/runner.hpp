@@ -20,6 +20,9 @@ struct MeasureOptions {
   double max_time_s = 10;  // unless the next call would exceed this budget per (case, version)
   int max_samples = 200;   // and never more calls than this (raw samples are kept in the JSON)
   bool validate = true;
+  // In an --isolate child: a call still running after max_time_s ends the process (exit 124),
+  // so the parent can record the version as stopped.
+  bool kill_after_max_time = false;
 };
 
 struct RunOptions {
@@ -33,6 +36,8 @@ struct RunOptions {
   MeasureOptions measure;
   bool quiet = false;
   bool list = false;
+  bool isolate = false;         // run each (case, version) in a child process
+  bool isolated_child = false;  // this process is such a child: no screen output
   std::string json_path, md_path, csv_path;
   std::vector<std::string> argv;
 };

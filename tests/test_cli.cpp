@@ -141,5 +141,5 @@ TEST(Cli, WrongVersionFailsValidationAndExits1) {
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["status"], "pass");  // the run went on past the failure
   EXPECT_EQ(j["results"][1]["status"], "fail");
-  EXPECT_GT(j["results"][1]["validation"]["mismatches"].get<long>(), 0);
+  EXPECT_GT(j["results"][1]["validation"]["mismatches"].get<std::int64_t>(), 0);
 }

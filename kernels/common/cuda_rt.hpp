@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "errors.hpp"
 #include "timing.hpp"
 
 namespace knn::cuda {
@@ -29,8 +30,20 @@ class CudaError : public std::runtime_error {
   cudaError_t code_;
 };
 
+// Out of device memory: the harness records a skip with the message and carries on.
+class CudaOutOfMemory : public OutOfMemoryError {
+ public:
+  using OutOfMemoryError::OutOfMemoryError;
+};
+
 [[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
   (void)cudaGetLastError();  // clear a non-sticky error so later calls are not poisoned by it
+  if (err == cudaErrorMemoryAllocation) {
+    std::size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
+    throw CudaOutOfMemory(std::string("out of device memory at ") + file + ":" + std::to_string(line) + " (" + call +
+                          "); device has " + std::to_string(free_b >> 20) + " MiB free of " + std::to_string(total_b >> 20) + " MiB");
+  }
   throw CudaError(err, std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " +
                            cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }

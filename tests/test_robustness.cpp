@@ -1,0 +1,157 @@
+// Faults, time limits and interruption, end to end through the test binary (knnbench plus the
+// test-only versions t1..t4 of tests/versions/).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+
+#include "devices.hpp"
+
+namespace {
+
+const std::string kConfig = std::string(KNN_SOURCE_DIR) + "/configs/default.json";
+
+std::string tmp_path(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("knn_rob_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+// Starts the test binary with `args`, stdout/stderr to a log file; returns the pid.
+pid_t spawn(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), 1);
+      dup2(fileno(f), 2);
+    }
+    std::vector<std::string> a{KNN_TEST_BINARY};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    execv(KNN_TEST_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_code(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+nlohmann::json load(const std::string& path) { return nlohmann::json::parse(std::ifstream(path)); }
+
+// The result of `version` in a results document (results come in registry order).
+nlohmann::json result_of(const nlohmann::json& doc, const std::string& version) {
+  for (const auto& r : doc["results"])
+    if (r["version"] == version) return r;
+  ADD_FAILURE() << "no result for " << version;
+  return nlohmann::json::object({{"status", "missing"}, {"reason", ""}});
+}
+
+}  // namespace
+
+TEST(Isolate, ACrashingVersionIsRecordedAndTheRunGoesOn) {
+  const std::string json = tmp_path("crash.json"), log = tmp_path("crash.log");
+  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "v0,t2,t1", "--case", "5", "--warmup", "0", "--min-samples", "1",
+                           "--min-time", "0", "--json", json},
+                          log);
+  EXPECT_EQ(wait_code(pid), 1) << slurp(log);
+  const auto j = load(json);
+  ASSERT_EQ(j["results"].size(), 3u) << slurp(log);
+  EXPECT_EQ(result_of(j, "v0")["status"], "pass");
+  EXPECT_EQ(result_of(j, "t2")["status"], "fail");
+  EXPECT_NE(result_of(j, "t2")["reason"].get<std::string>().find("SIGSEGV"), std::string::npos) << result_of(j, "t2")["reason"];
+  EXPECT_EQ(result_of(j, "t1")["status"], "fail");  // wrong answers, validated in the child
+  EXPECT_GT(result_of(j, "t1")["validation"]["mismatches"].get<std::int64_t>(), 0);
+  EXPECT_EQ(result_of(j, "v0")["case"]["checksums"]["queries"].get<std::string>().size(), 16u);
+}
+
+TEST(Isolate, ACallOverMaxTimeIsStopped) {
+  const std::string json = tmp_path("slow.json"), log = tmp_path("slow.log");
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "t4,v0", "--case", "0", "--warmup", "0", "--min-samples", "1",
+                           "--min-time", "0", "--max-time", "1", "--json", json},
+                          log);
+  EXPECT_EQ(wait_code(pid), 1) << slurp(log);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.9);  // t4 sleeps 3 s
+  const auto j = load(json);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(result_of(j, "t4")["status"], "fail");
+  EXPECT_NE(result_of(j, "t4")["reason"].get<std::string>().find("exceeded --max-time 1 s"), std::string::npos) << result_of(j, "t4")["reason"];
+  EXPECT_EQ(result_of(j, "v0")["status"], "pass");
+}
+
+TEST(Isolate, WithoutIsolationASlowCallIsMeasuredOnceAndMarked) {
+  const std::string json = tmp_path("slow1.json"), log = tmp_path("slow1.log");
+  const pid_t pid = spawn({"--config", kConfig, "--version", "t4", "--case", "0", "--warmup", "1", "--min-samples", "5", "--max-time", "1",
+                           "--json", json},
+                          log);
+  EXPECT_EQ(wait_code(pid), 0) << slurp(log);
+  const auto r = load(json)["results"][0];
+  EXPECT_EQ(r["status"], "pass");
+  EXPECT_EQ(r["stats"]["samples"], 1);
+  EXPECT_NE(r["note"].get<std::string>().find("longer than --max-time"), std::string::npos);
+}
+
+TEST(Interrupt, SigintKeepsEveryFinishedResultInValidJson) {
+  const std::string json = tmp_path("int.json"), log = tmp_path("int.log");
+  // t4 takes 3 s per call: v0 on cases 0-1 finishes, then SIGINT arrives during t4.
+  const pid_t pid = spawn({"--config", kConfig, "--version", "v0,t4", "--case", "0-3", "--warmup", "0", "--min-samples", "1", "--min-time",
+                           "0", "--json", json},
+                          log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_code(pid), 130) << slurp(log);
+  const auto j = load(json);  // must parse
+  EXPECT_FALSE(j["meta"]["complete"].get<bool>());
+  ASSERT_GE(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["version"], "v0");
+  EXPECT_EQ(j["results"][0]["status"], "pass");
+  EXPECT_LT(j["results"].size(), 8u);  // it stopped early
+}
+
+TEST(Interrupt, ASecondSigintExitsAtOnce) {
+  const std::string json = tmp_path("int2.json"), log = tmp_path("int2.log");
+  const pid_t pid = spawn({"--config", kConfig, "--version", "t4", "--case", "0-3", "--warmup", "0", "--json", json}, log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_code(pid), 130) << slurp(log);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.5);
+  EXPECT_NO_THROW(load(json));  // the file from begin() is valid JSON
+}
+
+TEST(GpuIsolate, AnIllegalAddressIsContainedInItsChild) {
+  const auto disc = knn::discover_devices();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU fault test skipped, not run";
+  const std::string json = tmp_path("gpufault.json"), log = tmp_path("gpufault.log");
+  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "t3,v3", "--case", "6", "--warmup", "0", "--min-samples", "1",
+                           "--min-time", "0", "--json", json},
+                          log);
+  EXPECT_EQ(wait_code(pid), 1) << slurp(log);
+  const auto j = load(json);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(result_of(j, "t3")["status"], "fail");
+  EXPECT_NE(result_of(j, "t3")["reason"].get<std::string>().find("cudaErrorIllegalAddress"), std::string::npos) << result_of(j, "t3")["reason"];
+  // v3 runs after t3 in its own process, on a working GPU.
+  EXPECT_EQ(result_of(j, "v3")["status"], "pass") << result_of(j, "v3")["reason"];
+}
