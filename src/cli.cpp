@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "build_info.hpp"
+#include "compare.hpp"
 #include "errors.hpp"
 #include "matrix.hpp"
 #include "registry.hpp"
@@ -61,7 +62,8 @@ int cli_main(int argc, char** argv) {
       "  knnbench --group smoke                 fast cases, every version\n"
       "  knnbench --version v8 --case 11        one version on one case\n"
       "  knnbench --version v1,v3 --case 8-11 --json out.json --md out.md\n"
-      "  knnbench --list                        versions and cases\n\n"
+      "  knnbench --list                        versions and cases\n"
+      "  knnbench compare A.json B.json         compare two results files (see compare --help)\n\n"
       "Exit codes: 0 all ran and validated, 1 a validation failure or a failing version,\n"
       "2 a usage or configuration error, 130 interrupted (results so far are saved).",
       "knnbench"};
@@ -97,14 +99,20 @@ int cli_main(int argc, char** argv) {
   app.add_flag("--isolated-child", o.isolated_child, "(internal) this process is an --isolate child")->group("");
   app.add_flag("--build-info", build_info_flag, "Print the build's version, git sha and compilers, then exit");
 
+  CompareOptions compare_opts;
+  CLI::App* compare = add_compare_subcommand(app, compare_opts);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "knnbench: {}\nRun 'knnbench --help' for the options.\n", e.what());
-    return kExitUsage;
+    const bool in_compare = compare->parsed();
+    fmt::print(stderr, "knnbench{}: {}\nRun 'knnbench{} --help' for the options.\n", in_compare ? " compare" : "", e.what(),
+               in_compare ? " compare" : "");
+    return in_compare ? kCompareExitUsage : kExitUsage;
   }
+  if (compare->parsed()) return run_compare(compare_opts);
   o.measure.validate = !no_validate;
   o.config = resolve_default_config(o.config);
 

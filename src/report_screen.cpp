@@ -1,7 +1,11 @@
 // The screen: a Devices block, one tagged line per result, then the seeds' table.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "report.hpp"
@@ -26,9 +30,29 @@ std::string case_label(const Case& c) {
                      c.distribution == Distribution::uniform ? "" : std::string(" ") + to_string(c.distribution));
 }
 
+std::string duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s, 3600) / 60);
+}
+
 class ScreenReporter final : public Reporter {
  public:
-  explicit ScreenReporter(bool quiet) : quiet_(quiet) {}
+  explicit ScreenReporter(bool quiet) : quiet_(quiet), tty_(::isatty(STDOUT_FILENO) == 1) {}
+
+  // A one-line progress indicator on a terminal (case i/N, version, elapsed, ETA), rewritten in
+  // place; piped output gets a "[i/N]" prefix on each result line instead, so logs stay clean.
+  void start(const RunInfo&, const Case& c, const std::string& version, int index, int total) override {
+    if (quiet_) return;
+    if (index == 0) t0_ = std::chrono::steady_clock::now();
+    index_ = index;
+    total_ = total;
+    if (!tty_) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    const std::string eta = index > 0 ? duration(elapsed / index * (total - index)) : "?";
+    fmt::print("\r\033[K[{}/{}] case {} {}  elapsed {}  ETA {}", index + 1, total, c.id, version, duration(elapsed), eta);
+    std::fflush(stdout);
+  }
 
   void begin(const RunInfo& info) override {
     if (quiet_) return;
@@ -49,7 +73,8 @@ class ScreenReporter final : public Reporter {
   void result(const RunInfo&, const std::vector<Result>& all) override {
     if (quiet_) return;
     const Result& r = all.back();
-    const std::string head = fmt::format("{} {:<4}", case_label(r.problem_case), r.version);
+    if (tty_) fmt::print("\r\033[K");
+    const std::string head = fmt::format("{}{} {:<4}", tty_ ? "" : fmt::format("[{}/{}] ", index_ + 1, total_), case_label(r.problem_case), r.version);
     switch (r.status) {
       case Status::skip: fmt::print("Skip: {} {}\n", head, r.reason); break;
       case Status::fail: fmt::print("Fail: {} {}\n", head, r.reason); break;
@@ -74,6 +99,7 @@ class ScreenReporter final : public Reporter {
   }
 
   void end(const RunInfo&, const std::vector<Result>& all) override {
+    if (tty_ && !quiet_) fmt::print("\r\033[K");
     int pass = 0, fail = 0, skip = 0;
     for (const auto& r : all) (r.status == Status::pass ? pass : r.status == Status::fail ? fail : skip)++;
     fmt::print("\nMedian wall time per call (ms); rows are versions, columns are cases:\n");
@@ -84,6 +110,9 @@ class ScreenReporter final : public Reporter {
 
  private:
   bool quiet_;
+  bool tty_;
+  int index_ = 0, total_ = 0;
+  std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace

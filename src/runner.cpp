@@ -497,6 +497,10 @@ int run_benchmark(const RunOptions& opts) {
   bool any_fail = false;
   const int total = int(cases.size() * versions.size());
   int index = 0;
+  auto announce = [&](const Case& c, const VersionDesc& v) {
+    for (auto& rep : reporters) rep->start(info, c, v.id, index, total);
+    ++index;
+  };
   auto finish = [&](Result r) {
     any_fail = any_fail || r.status == Status::fail;
     results.push_back(std::move(r));
@@ -512,7 +516,7 @@ int run_benchmark(const RunOptions& opts) {
     if (opts.isolate) {  // the children generate the data and validate; the parent only collects
       for (const VersionDesc* v : versions) {
         if (stop_requested()) break;
-        for (auto& rep : reporters) rep->start(info, c, v->id, index++, total);
+        announce(c, *v);
         finish(run_isolated(opts, c, *v));
       }
       continue;
@@ -529,7 +533,7 @@ int run_benchmark(const RunOptions& opts) {
         r.family = to_string(v->family);
         r.status = Status::skip;
         r.reason = fmt::format("needs {} of host memory, host has {} available", gib(need), gib(have));
-        for (auto& rep : reporters) rep->start(info, c, v->id, index++, total);
+        announce(c, *v);
         finish(std::move(r));
       }
       continue;
@@ -554,7 +558,7 @@ int run_benchmark(const RunOptions& opts) {
           compute_reference(p, Neighbors{ref_idx.data(), ref_dist.data()});
         }
       }
-      for (auto& rep : reporters) rep->start(info, c, v->id, index++, total);
+      announce(c, *v);
       Result r = base;
       measure_version(*v, p, env, measure, ref_idx.empty() ? nullptr : ref_idx.data(), r);
       finish(std::move(r));

@@ -86,7 +86,7 @@ TEST(Cli, V0Case6RunsAndWritesValidJson) {
   const auto r = run(KNN_BINARY, kConfig + kFast + "--version v0 --case 6 --json " + json + " --md " + md + " --csv " + csv);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("Devices:"), std::string::npos);
-  EXPECT_NE(r.out.find("Pass: case  6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Pass: [1/1] case  6"), std::string::npos) << r.out;
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["schema_version"], 1);
@@ -136,7 +136,7 @@ TEST(Cli, WrongVersionFailsValidationAndExits1) {
   const std::string json = tmp_path("wrong.json");
   const auto r = run(KNN_TEST_BINARY, kConfig + kFast + "--version v0,t1 --case 5 --json " + json);
   EXPECT_EQ(r.code, 1) << r.out;
-  EXPECT_NE(r.out.find("Fail: case  5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Fail: [2/2] case  5"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(std::ifstream(json));
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["status"], "pass");  // the run went on past the failure
