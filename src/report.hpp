@@ -43,5 +43,8 @@ std::string format_ms(double ms);
 std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& results);
 // Median of a phase over the samples, or a negative value when the phase was not reported.
 double phase_median(const Result& r, const std::string& phase);
+// Every phase a result reported except the harness's own (build, query) and the total: the
+// versions' finer phases (h2d, alloc, transpose, kernel, d2h, ...) as "h2d 1.23, kernel 4.56".
+std::string version_phases_text(const Result& r);
 
 }  // namespace knn

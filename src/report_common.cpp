@@ -54,6 +54,19 @@ double phase_median(const Result& r, const std::string& phase) {
   return median_of(it->second);
 }
 
+std::string version_phases_text(const Result& r) {
+  // Transfers first, then the work, then the copy back, as a call runs.
+  static const std::vector<std::string> order{"alloc", "h2d", "pitch", "transpose", "distances", "reduce", "kernel", "d2h", "merge"};
+  std::vector<std::string> names;
+  for (const auto& o : order)
+    if (r.phase_samples_ms.count(o)) names.push_back(o);
+  for (const auto& [name, samples] : r.phase_samples_ms)
+    if (name != "build" && name != "query" && std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  std::string s;
+  for (const auto& n : names) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", n, format_ms(phase_median(r, n)));
+  return s;
+}
+
 std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& results) {
   std::vector<int> case_ids;
   std::vector<std::string> versions;

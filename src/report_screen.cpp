@@ -80,11 +80,10 @@ class ScreenReporter final : public Reporter {
       case Status::fail: fmt::print("Fail: {} {}\n", head, r.reason); break;
       case Status::pass: {
         std::string phases;
-        for (const char* p : {"build", "h2d", "kernel", "d2h"}) {
-          const double v = phase_median(r, p);
-          if (v >= 0) phases += fmt::format(" {} {}", p, format_ms(v));
-        }
-        if (r.phase_samples_ms.count("build")) phases += fmt::format(" query {}", format_ms(phase_median(r, "query")));
+        if (r.phase_samples_ms.count("build"))
+          phases = fmt::format(" build {}, query {}", format_ms(phase_median(r, "build")), format_ms(phase_median(r, "query")));
+        const std::string finer = version_phases_text(r);
+        if (!finer.empty()) phases += (phases.empty() ? " " : "; ") + finer;
         std::string tail;
         if (!r.validated) tail += " (not validated)";
         else if (r.validation.ties_accepted) tail += fmt::format(" ({} ties accepted)", r.validation.ties_accepted);

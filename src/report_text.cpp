@@ -22,6 +22,7 @@ std::string csv_field(const std::string& s) {
 }
 
 const std::vector<std::string> kPhaseColumns{"build", "query", "h2d", "kernel", "d2h"};
+const std::vector<std::string> kMarkdownPhaseColumns{"build", "query"};
 
 class MarkdownReporter final : public Reporter {
  public:
@@ -41,7 +42,8 @@ class MarkdownReporter final : public Reporter {
     }
     s += "\n`*` = not validated (--no-validate).\n\n## Every result\n\n";
     std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples"};
-    for (const auto& p : kPhaseColumns) head.push_back(p + " ms");
+    for (const auto& p : kMarkdownPhaseColumns) head.push_back(p + " ms");
+    head.push_back("phases (median ms)");
     head.push_back("path / reason");
     s += md_row(head) + md_row(std::vector<std::string>(head.size(), "---"));
     for (const auto& r : all) {
@@ -51,7 +53,8 @@ class MarkdownReporter final : public Reporter {
                                    r.status == Status::skip ? "" : format_ms(r.stats.median),
                                    r.status == Status::skip ? "" : fmt::format("{:.1f}", r.stats.noise_pct),
                                    std::to_string(r.stats.samples)};
-      for (const auto& p : kPhaseColumns) row.push_back(opt_ms(phase_median(r, p)));
+      for (const auto& p : kMarkdownPhaseColumns) row.push_back(opt_ms(phase_median(r, p)));
+      row.push_back(version_phases_text(r));
       std::string tail = r.reason.empty() ? r.path : r.reason;
       if (!r.note.empty()) tail += (tail.empty() ? "" : "; ") + r.note;
       row.push_back(tail);
@@ -70,7 +73,7 @@ class CsvReporter final : public Reporter {
   void end(const RunInfo&, const std::vector<Result>& all) override {
     std::string s = "case,k,m,n,topk,distribution,version,family,status,samples,median_ms,min_ms,max_ms,mean_ms,stdev_ms,noise_pct";
     for (const auto& p : kPhaseColumns) s += "," + p + "_ms";
-    s += ",validation,mismatches,ties_accepted,path,reason,note\n";
+    s += ",other_phases,validation,mismatches,ties_accepted,path,reason,note\n";
     for (const auto& r : all) {
       const auto& c = r.problem_case;
       const auto& st = r.stats;
@@ -81,7 +84,7 @@ class CsvReporter final : public Reporter {
         s += v < 0 ? "," : fmt::format(",{}", v);
       }
       const char* val = r.status == Status::skip ? "" : !r.validated ? "off" : r.validation.pass ? "pass" : "fail";
-      s += fmt::format(",{},{},{},{},{},{}\n", val, r.validation.mismatches, r.validation.ties_accepted, csv_field(r.path),
+      s += fmt::format(",{},{},{},{},{},{},{}\n", csv_field(version_phases_text(r)), val, r.validation.mismatches, r.validation.ties_accepted, csv_field(r.path),
                        csv_field(r.reason), csv_field(r.note));
     }
     write_file_atomically(path_, s);

@@ -117,7 +117,10 @@ TEST(Cli, SmokeGroupSkipsGpuVersionsWithoutADevice) {
     if (res["status"] == "fail") ADD_FAILURE() << res["version"] << " case " << res["case"]["id"] << ": " << res["reason"];
   }
   EXPECT_EQ(r.code, 0) << r.out;
-  if (no_gpu) EXPECT_NE(r.out.find("none (no CUDA device"), std::string::npos) << r.out;
+  if (no_gpu) {
+    EXPECT_NE(r.out.find("Devices:\n  none ("), std::string::npos) << r.out;  // "no CUDA device (...)" or "built without CUDA"
+    EXPECT_FALSE(j["device_note"].get<std::string>().empty());
+  }
 }
 
 TEST(Cli, SameSeedSameChecksumsAcrossRuns) {
