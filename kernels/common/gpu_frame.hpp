@@ -1,0 +1,169 @@
+#pragma once
+// Host-side frame shared by the GPU argmin versions (v1–v9): the device scope, one stream, the phase
+// timer, device allocations (their host time reported as phase "alloc"), uploads ("h2d"), the
+// answers' download ("d2h"), and the version descriptor every argmin version fills the same way.
+// Declare device buffers after the frame: they are then freed while its device is still current.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "kernels/common/cuda_rt.hpp"
+#include "registry.hpp"
+
+namespace knn::gpu {
+
+// The skip reasons every argmin version shares.
+inline std::optional<std::string> argmin_supports(const Problem& p) {
+  if (p.topk != 1) return std::string("topk > 1 not supported (argmin version)");
+  if (p.m < 1 || p.n < 1 || p.dim < 1) return std::string("empty problem (m, n and k must be positive)");
+  return std::nullopt;
+}
+
+using SupportsFn = std::function<std::optional<std::string>(const Problem&, const Environment&)>;
+using DeviceBytesFn = std::function<std::size_t(const Problem&, const Environment&)>;
+
+// The descriptor of an argmin version. `device_bytes` is what one call allocates on each GPU it uses
+// (the harness skips the case when that exceeds the free memory); `supports` defaults to argmin_supports.
+inline VersionDesc describe_argmin(std::string id, std::string title, Family family, GpuNeed gpus, QueryFn query,
+                                   DeviceBytesFn device_bytes, SupportsFn supports = nullptr) {
+  VersionDesc d;
+  d.id = std::move(id);
+  d.title = std::move(title);
+  d.family = family;
+  d.gpus = gpus;
+  d.supports = supports ? std::move(supports)
+                        : SupportsFn([](const Problem& p, const Environment&) { return argmin_supports(p); });
+  d.device_bytes = std::move(device_bytes);
+  d.make = query_only(query);
+  return d;
+}
+
+// Bytes of `count` floats, and of the m per-query answers (index and distance).
+inline std::size_t float_bytes(std::size_t count) { return count * sizeof(float); }
+inline std::size_t answer_bytes(const Problem& p) { return std::size_t(p.m) * (sizeof(std::int32_t) + sizeof(float)); }
+
+// Per-query answers in device memory: index (within the references searched) and squared distance.
+struct DeviceAnswers {
+  cuda::DeviceBuffer<std::int32_t> indices;
+  cuda::DeviceBuffer<float> distances;
+};
+
+// Everything one host thread needs to drive one device.
+class DeviceFrame {
+ public:
+  explicit DeviceFrame(int ordinal) : ordinal_(ordinal), scope_(ordinal), timer_(stream_.get()) {}
+  DeviceFrame(const DeviceFrame&) = delete;
+  DeviceFrame& operator=(const DeviceFrame&) = delete;
+
+  int ordinal() const { return ordinal_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  cuda::PhaseTimer& timer() { return timer_; }
+
+  // cudaMalloc on this device; the host time it takes adds to phase "alloc".
+  template <typename T>
+  cuda::DeviceBuffer<T> alloc(std::size_t count) {
+    const auto start = std::chrono::steady_clock::now();
+    cuda::DeviceBuffer<T> buffer(count);
+    alloc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return buffer;
+  }
+  DeviceAnswers alloc_answers(int m) { return {alloc<std::int32_t>(m), alloc<float>(m)}; }
+
+  // Enqueues work timed as one phase with the stream's events.
+  template <typename Enqueue>
+  void timed(const char* phase, Enqueue&& enqueue) {
+    timer_.begin(phase);
+    enqueue();
+    timer_.end();
+  }
+  // As timed(), for kernel launches: checks the launch before closing the phase.
+  template <typename Enqueue>
+  void launch(const char* phase, Enqueue&& enqueue) {
+    timer_.begin(phase);
+    enqueue();
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) cuda::throw_cuda_error(err, (std::string("launch in phase ") + phase).c_str(), __FILE__, __LINE__);
+    timer_.end();
+  }
+
+  // Enqueues a copy of `count` host elements to `device`, timed as "h2d".
+  template <typename T>
+  void copy_to_device(T* device, const T* host, std::size_t count) {
+    timed("h2d", [&] {
+      KNN_CUDA_TRY(cudaMemcpyAsync(device, host, count * sizeof(T), cudaMemcpyHostToDevice, stream()));
+    });
+  }
+  // Allocates a device copy of `count` host elements and enqueues the copy.
+  template <typename T>
+  cuda::DeviceBuffer<T> upload(const T* host, std::size_t count) {
+    auto buffer = alloc<T>(count);
+    copy_to_device(buffer.data(), host, count);
+    return buffer;
+  }
+
+  // Enqueues the copy of m answers to host memory, timed as "d2h".
+  void download(const DeviceAnswers& answers, std::int32_t* indices, float* distances, int m) {
+    timed("d2h", [&] {
+      KNN_CUDA_TRY(cudaMemcpyAsync(indices, answers.indices.data(), std::size_t(m) * sizeof(std::int32_t),
+                                   cudaMemcpyDeviceToHost, stream()));
+      KNN_CUDA_TRY(cudaMemcpyAsync(distances, answers.distances.data(), std::size_t(m) * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream()));
+    });
+  }
+
+  // Waits for the stream, then hands the phases to `sink` (events, plus the host-timed "alloc").
+  void synchronize_and_report(TimingSink& sink) {
+    stream_.synchronize();
+    timer_.report(sink);
+    sink.add("alloc", alloc_ms_);
+    alloc_ms_ = 0;
+  }
+
+ private:
+  int ordinal_;
+  cuda::DeviceScope scope_;
+  cuda::Stream stream_;
+  cuda::PhaseTimer timer_;
+  double alloc_ms_ = 0;
+};
+
+// Queries and references copied to the device as given (row-major, array of structures).
+struct DeviceProblem {
+  cuda::DeviceBuffer<float> queries;
+  cuda::DeviceBuffer<float> references;
+};
+
+// The frame of a single-GPU version: the first selected device (recorded in ctx.devices_used);
+// finish() downloads the answers into `out` and reports the phases to the harness.
+class SingleGpu : public DeviceFrame {
+ public:
+  explicit SingleGpu(RunContext& ctx) : DeviceFrame(first_ordinal(ctx)), ctx_(ctx) { ctx.devices_used = {ordinal()}; }
+
+  const DeviceInfo& device() const { return ctx_.env.devices.front(); }
+
+  DeviceProblem upload_problem(const Problem& p) {
+    DeviceProblem d;
+    d.queries = upload(p.queries, p.query_floats());
+    d.references = upload(p.references, p.reference_floats());
+    return d;
+  }
+
+  void finish(const DeviceAnswers& answers, Neighbors out, int m) {
+    download(answers, out.indices, out.distances, m);
+    synchronize_and_report(ctx_.timing);
+  }
+
+ private:
+  static int first_ordinal(const RunContext& ctx) {
+    if (ctx.env.devices.empty()) throw std::runtime_error("no CUDA device selected");
+    return ctx.env.devices.front().ordinal;
+  }
+  RunContext& ctx_;
+};
+
+}  // namespace knn::gpu

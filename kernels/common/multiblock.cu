@@ -1,0 +1,116 @@
+// v7's kernels and launcher (kernels/common/multiblock.hpp); v8 and v9 run the same path per GPU.
+//
+// Grid: B blocks per query, B = ceil(resident / m) with resident = the occupancy calculator's blocks
+// per SM × the SM count, both read from the device; B is capped at ceil(n / 1024) so no block is
+// launched that would scan nothing. With m ≥ resident, B = 1 (v4's grid).
+//
+// The second-level reduction (B candidates per query) runs on the GPU, in a second kernel with one
+// warp per query. The seed reduced on the CPU instead; on the GPU the candidates never cross PCIe,
+// the kernel costs one launch of a few microseconds, and v7, v8 and v9 all end with the same
+// per-query (index, distance) arrays as v3–v6. To be measured on the H100 against a host reduction.
+#include "kernels/common/multiblock.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+
+#include "kernels/common/argmin.cuh"
+#include "kernels/common/transpose.hpp"
+
+namespace knn::gpu {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kReduceThreads = 256;  // the second-level kernel: 8 queries per block
+
+// Block blockIdx.x searches part blockIdx.x % B of query blockIdx.x / B: one thread scans references
+// part·1024 + threadIdx.x, then every B·1024-th (coalesced SoA reads), keeping its first minimum; the
+// block then reduces the threads' (distance, index) pairs and thread 0 writes the block's candidate.
+template <BlockReduce kReduce>
+__global__ void __launch_bounds__(kSearchThreads)
+    multiblock_kernel(int dim, int n, int blocks_per_query, const float* __restrict__ queries,
+                      const float* __restrict__ soa, Candidate* __restrict__ partials) {
+  __shared__ float s_distance[kSearchThreads];
+  __shared__ std::int32_t s_index[kSearchThreads];
+  const int q = blockIdx.x / blocks_per_query;
+  const int part = blockIdx.x - q * blocks_per_query;
+  const GlobalQuery query{queries + std::size_t(q) * std::size_t(dim)};
+  const SoaReferences refs{soa, n};
+  const long long stride = static_cast<long long>(blocks_per_query) * blockDim.x;
+  Candidate c = scan_references(no_candidate(), static_cast<long long>(part) * blockDim.x + threadIdx.x, n, stride, 0,
+                                [&](long long j) { return squared_distance(dim, query, refs, j); });
+  if constexpr (kReduce == BlockReduce::unrolled)
+    c = block_argmin_unrolled<kSearchThreads>(c, s_distance, s_index);
+  else
+    c = block_argmin_tree(c, s_distance, s_index);
+  if (threadIdx.x == 0) partials[blockIdx.x] = c;
+}
+
+// One warp answers one query: lane l reads the query's candidates l, l + 32, ... of its B, the warp
+// shuffles to the first (distance, index), and lane 0 stores the answer.
+__global__ void reduce_partials_kernel(int m, int blocks_per_query, const Candidate* __restrict__ partials,
+                                       std::int32_t* __restrict__ indices, float* __restrict__ distances) {
+  const long long q = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  if (q >= m) return;  // whole warps leave together: q is the same on all 32 lanes
+  const int lane = threadIdx.x % kWarp;
+  const Candidate* mine = partials + q * blocks_per_query;
+  Candidate c = no_candidate();
+  for (int i = lane; i < blocks_per_query; i += kWarp) {
+    const Candidate other = mine[i];
+    if (precedes(other, c)) c = other;
+  }
+  c = warp_argmin(c);
+  if (lane == 0) store_answer(c, q, indices, distances);
+}
+
+using SearchKernel = void (*)(int, int, int, const float*, const float*, Candidate*);
+
+SearchKernel search_kernel(BlockReduce reduce) {
+  return reduce == BlockReduce::unrolled ? multiblock_kernel<BlockReduce::unrolled>
+                                         : multiblock_kernel<BlockReduce::tree>;
+}
+
+}  // namespace
+
+std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count) {
+  const std::size_t partials = std::size_t(m) + std::size_t(2) * std::size_t(std::max(sm_count, 1));  // m·B < resident + m
+  return float_bytes(std::size_t(m) * dim + std::size_t(2) * std::size_t(n) * dim) + partials * sizeof(Candidate) +
+         std::size_t(m) * (sizeof(std::int32_t) + sizeof(float));
+}
+
+MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce)
+    : frame_(frame), m_(m), n_(n), dim_(dim), reduce_(reduce) {
+  if (m < 1 || n < 1 || dim < 1) throw std::invalid_argument("MultiblockSearch: m, n and dim must be positive");
+  int sms = 0, per_sm = 0;
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, frame.ordinal()));
+  KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, search_kernel(reduce), kSearchThreads, 0));
+  if (per_sm < 1) throw std::runtime_error("multiblock search kernel cannot be resident on this device");
+  resident_blocks_ = per_sm * sms;
+  const long long useful = cuda::divup(n, kSearchThreads);  // blocks beyond this would scan nothing
+  blocks_per_query_ = int(std::clamp<long long>(cuda::divup(resident_blocks_, m), 1, useful));
+
+  queries_ = frame.alloc<float>(std::size_t(m) * std::size_t(dim));
+  references_ = frame.alloc<float>(std::size_t(n) * std::size_t(dim));
+  soa_ = frame.alloc<float>(std::size_t(n) * std::size_t(dim));
+  partials_ = frame.alloc<Candidate>(std::size_t(m) * std::size_t(blocks_per_query_));
+  answers_ = frame.alloc_answers(m);
+}
+
+void MultiblockSearch::enqueue(const float* host_queries, const float* host_references) {
+  frame_.copy_to_device(queries_.data(), host_queries, queries_.size());
+  frame_.copy_to_device(references_.data(), host_references, references_.size());
+  transpose_references(frame_, references_.data(), n_, dim_, soa_.data());
+  const SearchKernel kernel = search_kernel(reduce_);
+  // m · B < resident + m blocks, far below the 2^31 - 1 limit of gridDim.x.
+  const int search_blocks = m_ * blocks_per_query_;
+  const int reduce_blocks = cuda::divup(static_cast<long long>(m_) * kWarp, kReduceThreads);
+  frame_.launch("kernel", [&] {
+    kernel<<<search_blocks, kSearchThreads, 0, frame_.stream()>>>(dim_, n_, blocks_per_query_, queries_.data(),
+                                                                  soa_.data(), partials_.data());
+    KNN_CUDA_CHECK_LAUNCH();
+    reduce_partials_kernel<<<reduce_blocks, kReduceThreads, 0, frame_.stream()>>>(
+        m_, blocks_per_query_, partials_.data(), answers_.indices.data(), answers_.distances.data());
+  });
+}
+
+}  // namespace knn::gpu

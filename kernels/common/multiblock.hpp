@@ -1,0 +1,46 @@
+#pragma once
+// v7's path, shared with v8 and v9: several blocks per query so every SM has work even when m = 1.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/common/candidate.hpp"
+#include "kernels/common/gpu_frame.hpp"
+
+namespace knn::gpu {
+
+// How a search block reduces its threads' candidates: the run-time tree loop (v7, v8) or the
+// compile-time unrolled tree with a shuffle-reduced last warp (v9).
+enum class BlockReduce { tree, unrolled };
+
+// Upper bound of the device bytes MultiblockSearch allocates on a device with sm_count SMs (an SM
+// holds at most 2048 threads, so at most 2 search blocks of 1024 are resident on it).
+std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count);
+
+// Answers m queries against n references (dimension dim) on the frame's device: uploads both,
+// transposes the references to SoA, runs blocks_per_query() blocks per query, each over a strided
+// share of the references, then reduces each query's per-block candidates on the device (one warp
+// per query). Answers are indices into the n references given.
+class MultiblockSearch {
+ public:
+  // Plans the grid (occupancy × SM count of the current device) and allocates everything.
+  MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce);
+
+  // Enqueues: "h2d" (queries, references), "transpose", "kernel" (both reduction levels).
+  void enqueue(const float* host_queries, const float* host_references);
+
+  const DeviceAnswers& answers() const { return answers_; }
+  int blocks_per_query() const { return blocks_per_query_; }
+  int resident_blocks() const { return resident_blocks_; }  // occupancy per SM × SMs
+
+ private:
+  DeviceFrame& frame_;
+  int m_, n_, dim_;
+  BlockReduce reduce_;
+  int resident_blocks_ = 0;
+  int blocks_per_query_ = 1;
+  cuda::DeviceBuffer<float> queries_, references_, soa_;
+  cuda::DeviceBuffer<Candidate> partials_;  // m × blocks_per_query, query-major
+  DeviceAnswers answers_;
+};
+
+}  // namespace knn::gpu
