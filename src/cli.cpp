@@ -92,6 +92,10 @@ int cli_main(int argc, char** argv) {
   app.add_option("--csv", o.csv_path, "Also write a CSV table");
   bool no_validate = false;
   app.add_flag("--no-validate", no_validate, "Skip validation against v0");
+  app.add_option("--validate-queries", o.measure.validate_queries,
+                 "Validate only this many queries, spread evenly over all m (for cases with ~1M queries, whose full "
+                 "reference takes hours); 0 = all")
+      ->capture_default_str();
   app.add_flag("--quiet", o.quiet, "Print only the final table");
   app.add_flag("--isolate", o.isolate,
                "Run each (case, version) in its own child process: a crash, a GPU fault or a call over --max-time is recorded "

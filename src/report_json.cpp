@@ -51,6 +51,7 @@ json result_to_json(const Result& r) {
     const auto& v = r.validation;
     j["validation"] = {{"status", v.pass ? "pass" : "fail"},
                        {"checked", v.checked},
+                       {"queries_checked", v.queries_checked},
                        {"mismatches", v.mismatches},
                        {"ties_accepted", v.ties_accepted},
                        {"invalid", v.invalid},
@@ -98,6 +99,7 @@ Result result_from_json(const nlohmann::json& j) {
     r.validated = true;
     r.validation.pass = v.at("status") == "pass";
     r.validation.checked = v.at("checked");
+    r.validation.queries_checked = v.value("queries_checked", 0LL);
     r.validation.mismatches = v.at("mismatches");
     r.validation.ties_accepted = v.at("ties_accepted");
     r.validation.invalid = v.at("invalid");
@@ -150,7 +152,7 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
   j["device_note"] = info.device_note.empty() ? json(nullptr) : json(info.device_note);
   j["matrix"] = {{"file", info.matrix_file}, {"checksum", info.matrix_checksum}};
   j["options"] = {{"warmup", info.warmup},         {"min_samples", info.min_samples}, {"max_samples", info.max_samples}, {"min_time_s", info.min_time_s},
-                  {"max_time_s", info.max_time_s}, {"validate", info.validate},       {"host_memory", to_string(info.host_memory)}};
+                  {"max_time_s", info.max_time_s}, {"validate", info.validate}, {"validate_queries", info.validate_queries},       {"host_memory", to_string(info.host_memory)}};
   json rs = json::array();
   for (const auto& r : results) rs.push_back(result_to_json(r));
   j["results"] = rs;

@@ -87,6 +87,8 @@ class ScreenReporter final : public Reporter {
         std::string tail;
         if (!r.validated) tail += " (not validated)";
         else if (r.validation.ties_accepted) tail += fmt::format(" ({} ties accepted)", r.validation.ties_accepted);
+        if (r.validated && r.validation.queries_checked < r.problem_case.m)
+          tail += fmt::format(" (validated {} of {} queries)", r.validation.queries_checked, r.problem_case.m);
         if (!r.path.empty()) tail += " path: " + r.path;
         if (!r.note.empty()) tail += " note: " + r.note;
         fmt::print("Pass: {} {:>10} ms ±{:.1f}% n={}{}{}\n", head, format_ms(r.stats.median), r.stats.noise_pct, r.stats.samples,

@@ -46,6 +46,7 @@ struct RunInfo {
   int warmup = 0, min_samples = 0, max_samples = 0;
   double min_time_s = 0, max_time_s = 0;
   bool validate = true;
+  int validate_queries = 0;
   HostMemory host_memory = HostMemory::pageable;
   bool complete = false;  // false while running or after an interruption
 };

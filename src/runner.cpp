@@ -167,7 +167,7 @@ std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const
 }
 
 void measure_version(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,
-                     const std::int32_t* reference_indices, Result& r) {
+                     const Reference* reference, Result& r) {
   r.version = desc.id;
   r.title = desc.title;
   r.family = to_string(desc.family);
@@ -307,9 +307,9 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   }
   r.stats = summarize(r.samples_ms);
 
-  if (opts.validate && reference_indices) {
+  if (opts.validate && reference) {
     r.validated = true;
-    r.validation = validate_neighbors(p, reference_indices, indices.data());
+    r.validation = validate_neighbors(p, *reference, indices.data());
     if (!r.validation.pass) {
       r.status = Status::fail;
       r.reason = fmt::format("validation: {} mismatches, {} invalid of {} neighbours; first: {}", r.validation.mismatches, r.validation.invalid,
@@ -364,6 +364,7 @@ Result run_isolated(const RunOptions& opts, const Case& c, const VersionDesc& v)
                                 "--isolated-child"};
   if (opts.seed) args.insert(args.end(), {"--seed", std::to_string(*opts.seed)});
   if (!m.validate) args.push_back("--no-validate");
+  if (m.validate_queries > 0) args.insert(args.end(), {"--validate-queries", std::to_string(m.validate_queries)});
 
   int err_pipe[2];
   if (::pipe(err_pipe) != 0) throw std::runtime_error("--isolate: pipe() failed");
@@ -465,6 +466,7 @@ int run_benchmark(const RunOptions& opts) {
   info.max_time_s = opts.measure.max_time_s;
   info.max_samples = opts.measure.max_samples;
   info.validate = opts.measure.validate;
+  info.validate_queries = opts.measure.validate_queries;
 
   const DeviceDiscovery disc = discover_devices();
   info.devices = select_devices(disc.devices, opts.devices, disc.note);
@@ -546,21 +548,16 @@ int run_benchmark(const RunOptions& opts) {
     base.reference_checksum = to_hex(checksum(references.data(), rf));
     const Problem p{c.dim, c.m, c.n, c.topk, queries.data(), references.data()};
 
-    std::vector<std::int32_t> ref_idx;
-    std::vector<float> ref_dist;
+    std::optional<Reference> reference;
     for (const VersionDesc* v : versions) {
       if (stop_requested()) break;
-      if (measure.validate && ref_idx.empty()) {
+      if (measure.validate && !reference) {
         const bool will_run = !(v->gpus != GpuNeed::none && env.devices.empty()) && !(v->supports && v->supports(p, env));
-        if (will_run) {
-          ref_idx.resize(slots);
-          ref_dist.resize(slots);
-          compute_reference(p, Neighbors{ref_idx.data(), ref_dist.data()});
-        }
+        if (will_run) reference = compute_reference(p, measure.validate_queries);
       }
       announce(c, *v);
       Result r = base;
-      measure_version(*v, p, env, measure, ref_idx.empty() ? nullptr : ref_idx.data(), r);
+      measure_version(*v, p, env, measure, reference ? &*reference : nullptr, r);
       finish(std::move(r));
     }
   }

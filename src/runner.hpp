@@ -20,6 +20,7 @@ struct MeasureOptions {
   double max_time_s = 10;  // unless the next call would exceed this budget per (case, version)
   int max_samples = 200;   // and never more calls than this (raw samples are kept in the JSON)
   bool validate = true;
+  int validate_queries = 0;  // > 0: validate only this many queries, spread evenly (large m)
   // In an --isolate child: a call still running after max_time_s ends the process (exit 124),
   // so the parent can record the version as stopped.
   bool kill_after_max_time = false;
@@ -52,10 +53,10 @@ std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& 
 std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const std::string& spec, const std::string& none_note);
 
 // Measures one version on one problem: skip checks, warm-up, sampling, validation against
-// `reference_indices` (m × topk; may be null when validation is off). `r` arrives with the case
+// `reference` (may be null when validation is off). `r` arrives with the case
 // fields filled in and leaves complete.
 void measure_version(const VersionDesc& desc, const Problem& problem, const Environment& env, const MeasureOptions& opts,
-                     const std::int32_t* reference_indices, Result& r);
+                     const Reference* reference, Result& r);
 
 // Set by SIGINT/SIGTERM: the runner finishes the call in flight, writes what it has, and stops.
 bool stop_requested();

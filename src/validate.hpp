@@ -16,7 +16,8 @@ inline constexpr double kDistanceAtol = 1e-9;
 
 struct ValidationReport {
   bool pass = true;
-  long long checked = 0;        // neighbour slots compared (m·topk)
+  long long checked = 0;        // neighbour slots compared (m·topk, or fewer when sampled)
+  long long queries_checked = 0;
   long long mismatches = 0;     // slots whose true distance differs from the reference's
   long long ties_accepted = 0;  // slots with another index at an equal true distance
   long long invalid = 0;        // out-of-range or duplicate indices, or unsorted rows
@@ -33,6 +34,19 @@ void compute_reference(const Problem& p, Neighbors out);
 // distances must match within tolerance, every index must be in [0, n) and unique in its row,
 // and the row must be in increasing distance order.
 ValidationReport validate_neighbors(const Problem& p, const std::int32_t* reference_indices, const std::int32_t* indices);
+
+// A reference answer for some or all queries of a problem.
+struct Reference {
+  std::vector<int> rows;              // the queries covered, ascending
+  std::vector<std::int32_t> indices;  // rows.size() × topk
+  bool sampled(const Problem& p) const { return int(rows.size()) < p.m; }
+};
+
+// The reference for every query, or, when 0 < max_queries < m, for max_queries queries spread
+// evenly over [0, m) (the first and the last included): for cases whose full reference would take
+// hours. The results record how many queries were checked.
+Reference compute_reference(const Problem& p, int max_queries);
+ValidationReport validate_neighbors(const Problem& p, const Reference& ref, const std::int32_t* indices);
 
 double true_squared_distance(const Problem& p, int query, std::int32_t reference);
 

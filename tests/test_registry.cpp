@@ -97,9 +97,9 @@ TEST(Runner, SamplingRespectsMinSamplesAndRecordsPath) {
   o.min_samples = 7;
   o.max_samples = 7;
   o.min_time_s = 0;
-  const auto ref = d.reference_answer();
+  const Reference ref = compute_reference(d.problem, 0);
   Result r;
-  measure_version(v, d.problem, env, o, ref.data(), r);
+  measure_version(v, d.problem, env, o, &ref, r);
   EXPECT_EQ(r.status, Status::pass);
   EXPECT_EQ(calls, 9);
   EXPECT_EQ(r.stats.samples, 7);

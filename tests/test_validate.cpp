@@ -100,3 +100,23 @@ TEST(Validate, ReferenceEqualsSerialV0BitForBit) {
   Registry::instance().find("v0")->make()->query(d.problem, Neighbors{ser.data(), dist.data()}, ctx);
   EXPECT_EQ(par, ser);
 }
+
+TEST(Validate, SampledReferenceCoversSpreadRowsAndCatchesErrorsThere) {
+  Dataset d = random_dataset(3, 1000, 400, 2, 18);
+  const Reference sampled = compute_reference(d.problem, 10);
+  ASSERT_EQ(sampled.rows.size(), 10u);
+  EXPECT_EQ(sampled.rows.front(), 0);
+  EXPECT_EQ(sampled.rows.back(), 999);
+  EXPECT_TRUE(sampled.sampled(d.problem));
+  const auto full = d.reference_answer();
+  for (std::size_t i = 0; i < sampled.rows.size(); ++i)
+    for (int j = 0; j < 2; ++j) EXPECT_EQ(sampled.indices[i * 2 + j], full[std::size_t(sampled.rows[i]) * 2 + j]);
+  auto got = full;
+  EXPECT_TRUE(validate_neighbors(d.problem, sampled, got.data()).pass);
+  const auto rep_ok = validate_neighbors(d.problem, sampled, got.data());
+  EXPECT_EQ(rep_ok.queries_checked, 10);
+  EXPECT_EQ(rep_ok.checked, 20);
+  got[std::size_t(sampled.rows[3]) * 2] = -1;  // a sampled row is wrong
+  EXPECT_FALSE(validate_neighbors(d.problem, sampled, got.data()).pass);
+  EXPECT_FALSE(compute_reference(d.problem, 0).sampled(d.problem));
+}
