@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,11 +18,29 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxMatrixBytes = 16u << 20;
 
-// Short rendering of an offending value for messages.
-std::string show(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 60) s = s.substr(0, 57) + "...";
+// Printable, bounded text for messages: control characters and non-ASCII bytes escaped,
+// at most 60 characters, so an error stays one readable line.
+std::string printable(const std::string& raw, std::size_t limit = 60) {
+  std::string s;
+  for (unsigned char ch : raw) {
+    if (s.size() > limit) {
+      s += "...";
+      break;
+    }
+    if (ch == '\\' || ch == '"') s += fmt::format("\\{}", char(ch));
+    else if (ch < 0x20 || ch >= 0x7f) s += fmt::format("\\x{:02x}", ch);
+    else s += char(ch);
+  }
   return s;
+}
+
+// Short rendering of an offending value. Containers are summarised, never dumped: dumping
+// recurses once per nesting level.
+std::string show(const json& v) {
+  if (v.is_array()) return v.empty() ? "[]" : fmt::format("[an array of {}]", v.size());
+  if (v.is_object()) return v.empty() ? "{}" : fmt::format("{{an object of {} fields}}", v.size());
+  if (v.is_string()) return "\"" + printable(v.get<std::string>()) + "\"";
+  return printable(v.dump());
 }
 
 struct Checker {
@@ -38,7 +57,7 @@ struct Checker {
       if (!ok) {
         std::string list;
         for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(path + "/" + it.key(), it.value(), fmt::format("no unknown field here (allowed: {})", list));
+        fail(path + "/" + printable(it.key()), it.value(), fmt::format("no unknown field here (allowed: {})", list));
       }
     }
   }
@@ -85,12 +104,38 @@ struct Checker {
 
 Matrix parse_matrix(const std::string& text, const std::string& file_label) {
   const Checker c{file_label};
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw ConfigError(fmt::format("{}: invalid JSON at byte {}: a NUL byte (expected a UTF-8 JSON text)", file_label, nul));
+  // The callback refuses duplicate keys (the last would win silently). Deep nesting is safe:
+  // nlohmann 3.11 parses and destroys without recursion, and show() never dumps containers.
+  std::vector<std::vector<std::string>> keys;
+  std::string duplicate;
+  const json::parser_callback_t guard = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    else if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    else if (event == json::parse_event_t::key && !keys.empty()) {
+      const std::string k = parsed.get<std::string>();
+      if (std::find(keys.back().begin(), keys.back().end(), k) != keys.back().end() && duplicate.empty()) duplicate = k;
+      keys.back().push_back(k);
+    }
+    return true;
+  };
   json root;
   try {
-    root = json::parse(text);
+    root = json::parse(text, guard);
   } catch (const json::parse_error& e) {
-    throw ConfigError(fmt::format("{}: invalid JSON at byte {}: {}", file_label, e.byte, e.what()));
+    throw ConfigError(fmt::format("{}: invalid JSON at byte {}: {}", file_label, e.byte, printable(e.what(), 240)));
+  } catch (const json::exception& e) {  // e.g. a number beyond double's range (406), which has no position
+    const std::string what = e.what();
+    const auto q1 = what.find('\''), q2 = what.rfind('\'');
+    const std::string literal = q1 != std::string::npos && q2 > q1 ? what.substr(q1 + 1, q2 - q1 - 1) : "";
+    const auto at = literal.empty() ? std::string::npos : text.find(literal);
+    if (at != std::string::npos)
+      throw ConfigError(fmt::format("{}: invalid JSON at byte {}: number {} is beyond the range of a double", file_label, at, printable(literal)));
+    throw ConfigError(fmt::format("{}: invalid JSON: {}", file_label, printable(what, 240)));
   }
+  if (!duplicate.empty())
+    throw ConfigError(fmt::format("{}: key \"{}\" appears twice in one object: expected unique keys", file_label, printable(duplicate)));
   if (!root.is_object()) c.fail("", root, "a JSON object with \"schema_version\" and \"cases\"");
   c.only_keys(root, "", {"schema_version", "description", "defaults", "cases"});
 
