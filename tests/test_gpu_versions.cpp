@@ -75,3 +75,55 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuVersions, ::testing::ValuesIn(gpu_cases()),
                          [](const ::testing::TestParamInfo<GpuCase>& i) { return i.param.name; });
 
 }  // namespace
+
+namespace {
+
+// A problem that claims 2^31−1 references of 64 floats (512 GiB) but owns only its one query: a
+// version must refuse it before touching the references.
+struct OversizedProblem {
+  std::vector<float> query = std::vector<float>(64, 0.5f);
+  Problem problem{64, 1, 2147483647, 1, query.data(), nullptr};
+};
+
+}  // namespace
+
+TEST(GpuMemory, ACaseOverDeviceMemoryIsSkippedBeforeAllocating) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU memory test skipped, not run";
+  OversizedProblem big;
+  Environment env;
+  env.devices = disc.devices;
+  for (const auto& v : Registry::instance().versions()) {
+    if (v.family != Family::gpu && v.family != Family::multi_gpu) continue;
+    Result r;
+    MeasureOptions o;
+    o.warmup = 0;
+    o.min_samples = o.max_samples = 1;
+    measure_version(v, big.problem, env, o, nullptr, r);
+    EXPECT_EQ(r.status, Status::skip) << v.id << ": " << r.reason;
+    EXPECT_NE(r.reason.find("GiB"), std::string::npos) << v.id << ": " << r.reason;
+    std::printf("  %s: %s\n", v.id.c_str(), r.reason.c_str());
+  }
+}
+
+TEST(GpuMemory, AFailedAllocationIsRecordedAsASkip) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU memory test skipped, not run";
+  const VersionDesc* v3 = Registry::instance().find("v3");
+  ASSERT_NE(v3, nullptr);
+  VersionDesc unchecked = *v3;
+  unchecked.device_bytes = nullptr;  // no pre-check: cudaMalloc itself must fail and be caught
+  OversizedProblem big;
+  Environment env;
+  env.devices = disc.devices;
+  Result r;
+  MeasureOptions o;
+  o.warmup = 0;
+  o.min_samples = o.max_samples = 1;
+  measure_version(unchecked, big.problem, env, o, nullptr, r);
+  EXPECT_EQ(r.status, Status::skip) << r.reason;
+  EXPECT_NE(r.reason.find("out of device memory"), std::string::npos) << r.reason;
+  // The device is still usable afterwards.
+  Dataset d(3, 50, 1000, 1, Distribution::uniform, 5);
+  EXPECT_EQ(knn::testing::run_once(*v3, d, env).status, Status::pass);
+}

@@ -157,3 +157,15 @@ TEST(GpuIsolate, AnIllegalAddressIsContainedInItsChild) {
   // v3 runs after t3 in its own process, on a working GPU.
   EXPECT_EQ(result_of(j, "v3")["status"], "pass") << result_of(j, "v3")["reason"];
 }
+
+TEST(Memory, ACaseOverHostMemoryIsSkippedWithTheSizes) {
+  const std::string cfg = tmp_path("huge.json"), json = tmp_path("huge.json.out"), log = tmp_path("huge.log");
+  std::ofstream(cfg) << R"({"schema_version":1,"cases":[{"id":0,"k":4096,"m":1,"n":2000000000},{"id":1,"k":3,"m":2,"n":8}]})";
+  const pid_t pid = spawn({"--config", cfg, "--version", "v0", "--warmup", "0", "--min-samples", "1", "--json", json}, log);
+  EXPECT_EQ(wait_code(pid), 0) << slurp(log);
+  const auto j = load(json);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["status"], "skip");
+  EXPECT_NE(j["results"][0]["reason"].get<std::string>().find("GiB of host memory, host has"), std::string::npos) << j["results"][0]["reason"];
+  EXPECT_EQ(j["results"][1]["status"], "pass");  // the run went on
+}
