@@ -1,0 +1,87 @@
+#pragma once
+// Device helpers shared by the GPU tree versions (v11, v13): the per-thread top-k list held in
+// registers, and distances rounded exactly like the host's squared_distance().
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace knn::tree::gpu {
+
+// (d1, i1) comes before (d2, i2): the order of a result row.
+__device__ __forceinline__ bool before(float d1, std::int32_t i1, float d2, std::int32_t i2) {
+  return d1 < d2 || (d1 == d2 && i1 < i2);
+}
+
+// One squared-difference term added to a running sum with the host's roundings (no FMA
+// contraction), so GPU distances equal v0's bit for bit.
+__device__ __forceinline__ float add_square(float sum, float a, float b) {
+  const float diff = __fsub_rn(a, b);
+  return __fadd_rn(sum, __fmul_rn(diff, diff));
+}
+
+// The same for the gap from a coordinate to the interval [lo, hi] (0 inside it).
+__device__ __forceinline__ float add_gap_square(float sum, float q, float lo, float hi) {
+  const float gap = q < lo ? __fsub_rn(lo, q) : (q > hi ? __fsub_rn(q, hi) : 0.f);
+  return __fadd_rn(sum, __fmul_rn(gap, gap));
+}
+
+// The best `topk` (distance, index) pairs of one query, for topk <= CAP, sorted ascending in
+// registers (every index below is a compile-time constant once the loops unroll). The first
+// CAP - topk slots hold (-inf, -1) sentinels that nothing displaces, so the worst kept pair is
+// always slot CAP - 1; real slots start as (+inf, -1), as v0 leaves unfilled slots.
+template <int CAP>
+struct TopKList {
+  float dist[CAP];
+  std::int32_t idx[CAP];
+
+  __device__ __forceinline__ void init(int topk) {
+#pragma unroll
+    for (int j = 0; j < CAP; ++j) {
+      dist[j] = j < CAP - topk ? -INFINITY : INFINITY;
+      idx[j] = -1;
+    }
+  }
+  __device__ __forceinline__ float worst_distance() const { return dist[CAP - 1]; }
+  __device__ __forceinline__ std::int32_t worst_index() const { return idx[CAP - 1]; }
+
+  // Inserts (d, i) if it comes before the worst pair; the worst one drops out.
+  __device__ __forceinline__ void offer(float d, std::int32_t i) {
+    if (!before(d, i, dist[CAP - 1], idx[CAP - 1])) return;
+#pragma unroll
+    for (int j = CAP - 1; j > 0; --j) {
+      // Slot j takes its left neighbour if the new pair comes before it, the new pair if the new
+      // pair lands exactly here, else keeps its own (slots are rewritten from the right, so
+      // dist[j - 1] is still the old value).
+      const bool shift = before(d, i, dist[j - 1], idx[j - 1]);
+      const bool here = !shift && before(d, i, dist[j], idx[j]);
+      const float nd = shift ? dist[j - 1] : (here ? d : dist[j]);
+      const std::int32_t ni = shift ? idx[j - 1] : (here ? i : idx[j]);
+      dist[j] = nd;
+      idx[j] = ni;
+    }
+    if (before(d, i, dist[0], idx[0])) {
+      dist[0] = d;
+      idx[0] = i;
+    }
+  }
+
+  // Writes the topk real pairs (the last topk slots) to one output row.
+  __device__ __forceinline__ void store(int topk, std::int32_t* out_idx, float* out_dist) const {
+#pragma unroll
+    for (int j = 0; j < CAP; ++j) {
+      const int o = j - (CAP - topk);
+      if (o >= 0) {
+        out_idx[o] = idx[j];
+        out_dist[o] = dist[j];
+      }
+    }
+  }
+};
+
+// Whether a cell with lower bound `bound` and smallest index `min_index` can hold no candidate
+// that comes before the worst pair (see tree_topk.hpp: ties with a smaller index must be kept).
+__device__ __forceinline__ bool can_prune(float bound, std::int32_t min_index, float worst_d, std::int32_t worst_i) {
+  return bound > worst_d || (bound == worst_d && min_index > worst_i);
+}
+
+}  // namespace knn::tree::gpu

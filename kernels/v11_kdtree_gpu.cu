@@ -1,0 +1,406 @@
+// v11: kd-tree on the GPU. build(): v10's host builder (median splits, tight boxes), then the
+// flat arrays are uploaded (phase "h2d"): split records, interleaved node boxes, leaf offsets,
+// rows in leaf order (padded to 4 floats when k = 3, so a row is one 16-byte load).
+// query(): a query descends to its own leaf and backtracks iteratively through a fixed local
+// stack of at most `depth` entries (checked at build; no recursion on the device); the top-k list
+// lives in registers (compile-time capacity 1, 8 or 32). Two mappings, chosen at build with the
+// leaf size: one query per thread (16-point leaves), or one query per warp whose lanes share each
+// leaf scan (32-point leaves) when k is high or the queries too few to fill the GPU.
+// Exact, with v0's distances and tie rule.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/common/cuda_rt.hpp"
+#include "kernels/common/kdtree.hpp"
+#include "kernels/common/tree_gpu.cuh"
+#include "kernels/common/tree_topk.hpp"
+#include "registry.hpp"
+
+namespace {
+
+namespace gpu = knn::tree::gpu;
+namespace cuda = knn::cuda;
+
+constexpr int kLeafSize = 16;      // one query per thread: a leaf is scanned row by row
+constexpr int kWarpLeafSize = 32;  // one query per warp: a leaf is one row per lane
+constexpr int kWarpMinDim = 8;     // from this k on, a search visits many leaves: warp mode
+constexpr int kStackCapacity = 32;  // entries per thread; a search needs at most tree.depth
+constexpr int kMaxTopk = 32;
+constexpr int kBlock = 64;
+constexpr int kMaxGrid = 1 << 20;  // keeps thread ids well inside int
+
+// One internal node's split, loaded as one 8-byte word.
+struct alignas(8) SplitRecord {
+  float value;
+  std::int32_t dim;
+};
+
+struct KdView {
+  int dim;
+  int stride;      // floats per row and per half box: 4 when dim = 3, else dim
+  int first_leaf;  // node id of leaf 0
+  float margin;    // lower_bound_margin(dim)
+  const SplitRecord* __restrict__ split;
+  const float* __restrict__ box;  // per node: lo[stride] then hi[stride]
+  const std::int32_t* __restrict__ min_index;
+  const std::int32_t* __restrict__ leaf_begin;
+  const float* __restrict__ points;  // rows of `stride` floats, leaf order
+  const std::int32_t* __restrict__ index;
+};
+
+// Loads DIM floats from an address aligned to 16 bytes (DIM = 3 reads one padded float4).
+template <int DIM>
+__device__ __forceinline__ void load_vec(const float* __restrict__ p, float (&v)[DIM]) {
+  if constexpr (DIM % 4 == 0 || DIM == 3) {
+    constexpr int kVectors = (DIM + 3) / 4;
+#pragma unroll
+    for (int c = 0; c < kVectors; ++c) {
+      const float4 f = __ldg(reinterpret_cast<const float4*>(p) + c);
+      v[4 * c] = f.x;
+      if (4 * c + 1 < DIM) v[4 * c + 1] = f.y;
+      if (4 * c + 2 < DIM) v[4 * c + 2] = f.z;
+      if (4 * c + 3 < DIM) v[4 * c + 3] = f.w;
+    }
+  } else {
+#pragma unroll
+    for (int t = 0; t < DIM; ++t) v[t] = __ldg(p + t);
+  }
+}
+
+// Squared distance from the query to a row / to a node's box. DIM > 0: the query is in registers;
+// DIM = 0: dim is known at run time and the query is read from global memory (L1-cached).
+template <int DIM>
+__device__ __forceinline__ float row_distance(const KdView& t, const float (&q)[DIM > 0 ? DIM : 1],
+                                              const float* __restrict__ query, int row) {
+  const float* p = t.points + std::size_t(row) * t.stride;
+  float sum = 0.f;
+  if constexpr (DIM > 0) {
+    float v[DIM];
+    load_vec<DIM>(p, v);
+#pragma unroll
+    for (int k = 0; k < DIM; ++k) sum = gpu::add_square(sum, q[k], v[k]);
+  } else {
+    for (int k = 0; k < t.dim; ++k) sum = gpu::add_square(sum, __ldg(query + k), __ldg(p + k));
+  }
+  return sum;
+}
+
+template <int DIM>
+__device__ __forceinline__ float box_bound(const KdView& t, const float (&q)[DIM > 0 ? DIM : 1],
+                                           const float* __restrict__ query, int node) {
+  const float* lo = t.box + std::size_t(node) * 2 * t.stride;
+  const float* hi = lo + t.stride;
+  float sum = 0.f;
+  if constexpr (DIM > 0) {
+    float l[DIM], h[DIM];
+    load_vec<DIM>(lo, l);
+    load_vec<DIM>(hi, h);
+#pragma unroll
+    for (int k = 0; k < DIM; ++k) sum = gpu::add_gap_square(sum, q[k], l[k], h[k]);
+  } else {
+    for (int k = 0; k < t.dim; ++k) sum = gpu::add_gap_square(sum, __ldg(query + k), __ldg(lo + k), __ldg(hi + k));
+  }
+  return __fmul_rn(sum, t.margin);
+}
+
+// Query coordinate `k` for a run-time k: a select chain over registers for small DIM (no local
+// memory), else a cached global load.
+template <int DIM>
+__device__ __forceinline__ float query_coord(const float (&q)[DIM > 0 ? DIM : 1], const float* __restrict__ query, int k) {
+  if constexpr (DIM > 0 && DIM <= 4) {
+    float v = q[0];
+#pragma unroll
+    for (int c = 1; c < DIM; ++c) v = k == c ? q[c] : v;
+    return v;
+  } else {
+    return __ldg(query + k);
+  }
+}
+
+// One query per thread (WARP = false) or per warp (WARP = true), grid-stride over queries. The
+// search descends from the root to the leaf on the query's side of every split, pushing the far
+// child when neither its split plane nor its tight box is beyond the worst kept pair, scans the
+// leaf, then pops the most recently pushed subtree, until the stack is empty. In warp mode the 32
+// lanes walk the tree in lockstep (same data, same decisions, each lane holds the same list and
+// stack) and share the leaf scan, one row per lane; the rows that beat the worst pair are then
+// offered to every lane's list in lane order. No shared memory, no block-level synchronisation.
+template <int DIM, int CAP, bool WARP>
+__global__ void __launch_bounds__(kBlock) kdtree_search_kernel(const KdView t, const float* __restrict__ queries, int m,
+                                                               int topk, std::int32_t* __restrict__ out_indices,
+                                                               float* __restrict__ out_distances) {
+  const int dim = DIM > 0 ? DIM : t.dim;
+  const int lane = threadIdx.x & 31;
+  const int worker = (blockIdx.x * blockDim.x + threadIdx.x) / (WARP ? 32 : 1);
+  const int workers = gridDim.x * blockDim.x / (WARP ? 32 : 1);
+  for (int qi = worker; qi < m; qi += workers) {
+    const float* query = queries + std::size_t(qi) * dim;
+    float q[DIM > 0 ? DIM : 1];
+    if constexpr (DIM > 0) {
+#pragma unroll
+      for (int k = 0; k < DIM; ++k) q[k] = __ldg(query + k);
+    }
+    gpu::TopKList<CAP> top;
+    top.init(topk);
+    // Prune test with the min_index load only in the (rare) tie case.
+    auto prune = [&](float bound, int node) {
+      return bound > top.worst_distance() ||
+             (bound == top.worst_distance() && __ldg(t.min_index + node) > top.worst_index());
+    };
+
+    int stack_node[kStackCapacity];
+    float stack_bound[kStackCapacity];
+    int size = 1;
+    stack_node[0] = 0;
+    stack_bound[0] = 0.f;
+    while (size > 0) {
+      --size;
+      const int popped = stack_node[size];
+      if (prune(stack_bound[size], popped)) continue;
+      int node = popped;
+      while (node < t.first_leaf) {
+        const SplitRecord s = t.split[node];
+        const float diff = __fsub_rn(query_coord<DIM>(q, query, s.dim), s.value);
+        const int left = 2 * node + 1;
+        const int far = diff < 0.f ? left + 1 : left;
+        node = diff < 0.f ? left : left + 1;
+        if (!prune(__fmul_rn(__fmul_rn(diff, diff), t.margin), far)) {
+          const float bound = box_bound<DIM>(t, q, query, far);
+          if (!prune(bound, far)) {
+            stack_node[size] = far;
+            stack_bound[size] = bound;
+            ++size;
+          }
+        }
+      }
+      if (node != popped && prune(box_bound<DIM>(t, q, query, node), node)) continue;
+      const int leaf = node - t.first_leaf;
+      const int begin = __ldg(t.leaf_begin + leaf), end = __ldg(t.leaf_begin + leaf + 1);
+      if constexpr (WARP) {
+        for (int base = begin; base < end; base += 32) {
+          const int r = base + lane;
+          float d = INFINITY;
+          std::int32_t i = -1;
+          if (r < end) {
+            d = row_distance<DIM>(t, q, query, r);
+            if (d <= top.worst_distance()) i = __ldg(t.index + r);
+          }
+          unsigned mask = __ballot_sync(0xffffffffu, i >= 0 && gpu::before(d, i, top.worst_distance(), top.worst_index()));
+          while (mask) {
+            const int src = __ffs(mask) - 1;
+            mask &= mask - 1;
+            top.offer(__shfl_sync(0xffffffffu, d, src), __shfl_sync(0xffffffffu, i, src));
+          }
+        }
+      } else {
+        for (int r = begin; r < end; ++r) {
+          const float d = row_distance<DIM>(t, q, query, r);
+          if (d <= top.worst_distance()) top.offer(d, __ldg(t.index + r));
+        }
+      }
+    }
+    if (!WARP || lane == 0)
+      top.store(topk, out_indices + std::size_t(qi) * topk, out_distances + std::size_t(qi) * topk);
+  }
+}
+
+template <int DIM, int CAP>
+void launch(bool warp, const KdView& view, const float* queries, int m, int topk, std::int32_t* indices,
+            float* distances, cudaStream_t stream) {
+  // One worker per query up to kMaxGrid blocks; beyond that the grid-stride loop takes over.
+  const int grid = std::min(cuda::divup(std::int64_t(m) * (warp ? 32 : 1), kBlock), kMaxGrid);
+  if (warp)
+    kdtree_search_kernel<DIM, CAP, true><<<grid, kBlock, 0, stream>>>(view, queries, m, topk, indices, distances);
+  else
+    kdtree_search_kernel<DIM, CAP, false><<<grid, kBlock, 0, stream>>>(view, queries, m, topk, indices, distances);
+  KNN_CUDA_CHECK_LAUNCH();
+}
+
+template <int DIM>
+void launch_for_topk(bool warp, const KdView& view, const float* queries, int m, int topk, std::int32_t* indices,
+                     float* distances, cudaStream_t stream) {
+  if (topk <= 1)
+    launch<DIM, 1>(warp, view, queries, m, topk, indices, distances, stream);
+  else if (topk <= 8)
+    launch<DIM, 8>(warp, view, queries, m, topk, indices, distances, stream);
+  else
+    launch<DIM, 32>(warp, view, queries, m, topk, indices, distances, stream);
+}
+
+int list_capacity(int topk) { return topk <= 1 ? 1 : (topk <= 8 ? 8 : 32); }
+
+// Everything the instance keeps on its device.
+struct DeviceTree {
+  cuda::Stream stream;
+  cuda::DeviceBuffer<SplitRecord> split;
+  cuda::DeviceBuffer<float> box;
+  cuda::DeviceBuffer<std::int32_t> min_index;
+  cuda::DeviceBuffer<std::int32_t> leaf_begin;
+  cuda::DeviceBuffer<float> points;
+  cuda::DeviceBuffer<std::int32_t> index;
+  KdView view{};
+};
+
+template <typename T>
+void upload(cuda::DeviceBuffer<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
+  dst = cuda::DeviceBuffer<T>(std::max<std::size_t>(src.size(), 1));
+  if (!src.empty())
+    KNN_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
+}
+
+// Warp mode when a search visits many leaves (high k), or when one thread per query would leave
+// most of the GPU idle (few queries). On an H100, (3, 1024, 2^20): 0.05 ms per warp vs 0.14 ms
+// per thread; (3, 2^20, 2^20): 3.0 ms vs 0.7 ms; (16, 1024, 2^20): 35 ms vs 275 ms.
+bool use_warp_mode(const knn::Problem& p, int device) {
+  if (p.dim >= kWarpMinDim) return true;
+  int sms = 0, threads_per_sm = 0;
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  const std::int64_t resident_warps = std::int64_t(sms) * threads_per_sm / 32;
+  return std::int64_t(p.m) <= 4 * resident_warps;
+}
+
+// Threads the harness gives this run (all OpenMP threads when it says nothing); one for small trees.
+int thread_count(const knn::Environment& env, int n) {
+  return n >= (1 << 14) ? (env.omp_threads > 0 ? env.omp_threads : omp_get_max_threads()) : 1;
+}
+
+class KdTreeGpu final : public knn::VersionInstance {
+ public:
+  ~KdTreeGpu() override {
+    if (!tree_) return;
+    try {
+      cuda::DeviceScope scope(device_);
+      tree_.reset();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "v11: releasing device memory failed: %s\n", e.what());
+    }
+  }
+
+  void build(const knn::Problem& p, knn::RunContext& ctx) override {
+    if (ctx.env.devices.empty()) throw std::runtime_error("v11: no CUDA device selected");
+    device_ = ctx.env.devices[0].ordinal;
+    ctx.devices_used = {device_};
+    const int threads = thread_count(ctx.env, p.n);
+    warp_ = use_warp_mode(p, device_);
+    const knn::tree::KdTree tree =
+        knn::tree::build_kdtree(p.references, p.n, p.dim, warp_ ? kWarpLeafSize : kLeafSize, threads);
+    if (tree.depth > kStackCapacity)
+      throw std::runtime_error("v11: kd-tree depth " + std::to_string(tree.depth) + " exceeds the GPU stack of " +
+                               std::to_string(kStackCapacity) + " entries");
+
+    // Device layout: split records, boxes interleaved per node, rows padded to `stride` floats.
+    const int dim = p.dim;
+    const int stride = dim == 3 ? 4 : dim;
+    std::vector<SplitRecord> split(tree.split_dim.size());
+    for (std::size_t i = 0; i < split.size(); ++i) split[i] = SplitRecord{tree.split_value[i], tree.split_dim[i]};
+    const std::size_t nodes = std::size_t(tree.node_count());
+    std::vector<float> box(nodes * 2 * std::size_t(stride), 0.f);
+    std::vector<float> points(std::size_t(p.n) * std::size_t(stride), 0.f);
+#pragma omp parallel num_threads(threads) default(none) shared(tree, box, points, nodes, dim, stride, p)
+    {
+#pragma omp for schedule(static) nowait
+      for (std::int64_t i = 0; i < std::int64_t(nodes); ++i) {
+        std::memcpy(&box[std::size_t(i) * 2 * stride], &tree.box_lo[std::size_t(i) * dim], sizeof(float) * dim);
+        std::memcpy(&box[std::size_t(i) * 2 * stride + stride], &tree.box_hi[std::size_t(i) * dim], sizeof(float) * dim);
+      }
+#pragma omp for schedule(static)
+      for (int r = 0; r < p.n; ++r)
+        std::memcpy(&points[std::size_t(r) * stride], &tree.points[std::size_t(r) * dim], sizeof(float) * dim);
+    }
+
+    cuda::DeviceScope scope(device_);
+    tree_.reset();
+    tree_ = std::make_unique<DeviceTree>();
+    DeviceTree& d = *tree_;
+    cuda::PhaseTimer timer(d.stream);
+    timer.begin("h2d");
+    upload(d.split, split, d.stream);
+    upload(d.box, box, d.stream);
+    upload(d.min_index, tree.min_index, d.stream);
+    upload(d.leaf_begin, tree.leaf_begin, d.stream);
+    upload(d.points, points, d.stream);
+    upload(d.index, tree.index, d.stream);
+    timer.end();
+    d.stream.synchronize();
+    timer.report(ctx.timing);
+    d.view = KdView{dim,          stride,          tree.internal_count(), knn::tree::lower_bound_margin(dim),
+                    d.split.data(), d.box.data(), d.min_index.data(),    d.leaf_begin.data(),
+                    d.points.data(), d.index.data()};
+    n_ = p.n;
+    dim_ = dim;
+  }
+
+  void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
+    if (!tree_) throw std::logic_error("v11: query() before build()");
+    if (p.dim != dim_ || p.n != n_) throw std::logic_error("v11: query() on a different problem than build()");
+    if (p.topk > kMaxTopk) throw std::invalid_argument("v11: GPU kd-tree supports topk ≤ 32");
+    ctx.devices_used = {device_};
+    cuda::DeviceScope scope(device_);
+    DeviceTree& d = *tree_;
+    cuda::DeviceBuffer<float> queries(std::max<std::size_t>(p.query_floats(), 1));
+    cuda::DeviceBuffer<std::int32_t> indices(std::max<std::size_t>(p.result_slots(), 1));
+    cuda::DeviceBuffer<float> distances(std::max<std::size_t>(p.result_slots(), 1));
+    cuda::PhaseTimer timer(d.stream);
+    timer.begin("h2d");
+    KNN_CUDA_TRY(cudaMemcpyAsync(queries.data(), p.queries, p.query_floats() * sizeof(float), cudaMemcpyHostToDevice,
+                                 d.stream));
+    timer.end();
+    timer.begin("kernel");
+    if (p.m > 0) {
+      if (p.dim == 3)
+        launch_for_topk<3>(warp_, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
+      else if (p.dim == 16)
+        launch_for_topk<16>(warp_, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
+      else
+        launch_for_topk<0>(warp_, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
+    }
+    timer.end();
+    timer.begin("d2h");
+    KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
+                                 cudaMemcpyDeviceToHost, d.stream));
+    KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
+                                 cudaMemcpyDeviceToHost, d.stream));
+    timer.end();
+    d.stream.synchronize();
+    timer.report(ctx.timing);
+    ctx.path = std::string(warp_ ? "warp per query" : "thread per query") + ", " +
+               (p.dim == 3 || p.dim == 16 ? "k=" + std::to_string(p.dim) : std::string("k at run time")) + ", list of " +
+               std::to_string(list_capacity(p.topk));
+  }
+
+ private:
+  int device_ = -1;
+  int n_ = 0, dim_ = 0;
+  bool warp_ = false;  // one query per warp (else per thread); fixed at build with the leaf size
+  std::unique_ptr<DeviceTree> tree_;
+};
+
+knn::VersionDesc describe() {
+  knn::VersionDesc d;
+  d.id = "v11";
+  d.title = "kd-tree on the GPU (host-built tree, a thread or a warp per query, iterative stack search)";
+  d.family = knn::Family::tree;
+  d.gpus = knn::GpuNeed::one;
+  d.has_build = true;
+  d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
+    if (env.devices.empty()) return std::string("no CUDA device");
+    if (p.topk > kMaxTopk) return std::string("GPU kd-tree supports topk ≤ 32");
+    if (p.n < 1) return std::string("kd-tree needs at least one reference point");
+    return std::nullopt;
+  };
+  d.make = [] { return std::make_unique<KdTreeGpu>(); };
+  return d;
+}
+
+}  // namespace
+
+KNN_REGISTER_VERSION(describe());
