@@ -68,6 +68,8 @@ struct BadMatrix {
   const char* must_contain;  // part of the message: the JSON path and/or value
 };
 
+void PrintTo(const BadMatrix& b, std::ostream* os) { *os << b.name; }
+
 class MatrixRejects : public ::testing::TestWithParam<BadMatrix> {};
 
 TEST_P(MatrixRejects, WithAMessageNamingFileFieldAndValue) {
@@ -83,7 +85,7 @@ INSTANTIATE_TEST_SUITE_P(
     Bad, MatrixRejects,
     ::testing::Values(
         BadMatrix{"truncated", R"({"schema_version":1,"cases":[{"id":0,"k":3)", "invalid JSON at byte"},
-        BadMatrix{"not_object", R"([1,2,3])", "/: [1,2,3]: expected a JSON object"},
+        BadMatrix{"not_object", R"([1,2,3])", "/: [an array of 3]: expected a JSON object"},
         BadMatrix{"no_schema", R"({"cases":[{"id":0,"k":1,"m":1,"n":1}]})", "/schema_version"},
         BadMatrix{"schema_2", R"({"schema_version":2,"cases":[{"id":0,"k":1,"m":1,"n":1}]})", "/schema_version: 2"},
         BadMatrix{"no_cases", R"({"schema_version":1})", "/cases"},
@@ -108,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadMatrix{"case_not_object", R"({"schema_version":1,"cases":[7]})", "/cases/0: 7"},
         BadMatrix{"defaults_unknown", R"({"schema_version":1,"defaults":{"k":3},"cases":[{"id":0,"k":1,"m":1,"n":1}]})", "/defaults/k"},
         BadMatrix{"bool_k", CASE_WITH(R"("id":0,"k":true,"m":1,"n":1)"), "/cases/0/k: true"},
-        BadMatrix{"nested_junk", CASE_WITH(R"("id":0,"k":[[[[1]]]],"m":1,"n":1)"), "/cases/0/k: [[[[1]]]]"},
+        BadMatrix{"nested_junk", CASE_WITH(R"("id":0,"k":[[[[1]]]],"m":1,"n":1)"), "/cases/0/k: [an array of 1]"},
         BadMatrix{"overflow_product", CASE_WITH(R"("id":0,"k":2147483647,"m":1,"n":2147483647)"), "expected k·m and k·n below 2^60"}),
     [](const ::testing::TestParamInfo<BadMatrix>& i) { return std::string(i.param.name); });
 
