@@ -6,6 +6,7 @@
 #   scripts/gpu-check.sh [steps...] [-- knnbench args]
 # steps (default: tests matrix pageable):
 #   tests       ctest, all labels (GPU tests must run, not skip)
+#   gputests    ctest -L gpu only
 #   matrix      the default matrix, pinned host memory          -> default.{json,md}
 #   pageable    the default matrix, --host-memory pageable      -> pageable.{json,md}
 #   trees       configs/trees.json                               -> trees.{json,md}
@@ -17,6 +18,7 @@ if [ -n "${OUT:-}" ]; then
   archive="$OUT/gpu-check.tar.gz"
   OUT=$(mktemp -d /tmp/gpu-check.XXXXXX)
   trap 'tar -C "$OUT" -czf "$archive" . && echo "gpu-check: archive $archive"' EXIT
+  trap 'echo "gpu-check: terminated"; exit 124' TERM INT
 else
   OUT=results/local/gpu-check
 fi
@@ -29,7 +31,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|matrix|pageable|trees|scaling|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -58,6 +60,11 @@ for step in "${steps[@]}"; do
       ctest --test-dir "$BUILD_DIR" --output-on-failure -j4 >"$OUT/ctest.log" 2>&1 || status=1
       grep -E "tests passed|tests failed|Skipped|\*\*\*Failed" "$OUT/ctest.log" | tail -n 15
       ;;
+    gputests)
+      log "ctest -L gpu"
+      ctest --test-dir "$BUILD_DIR" --output-on-failure -L gpu -j4 >"$OUT/ctest-gpu.log" 2>&1 || status=1
+      grep -E "tests passed|tests failed|\*\*\*Failed" "$OUT/ctest-gpu.log" | tail -n 15
+      ;;
     matrix)
       log "default matrix, pinned"
       "$bin" --json "$OUT/default.json" --md "$OUT/default.md" "${extra[@]}" >"$OUT/default.log" 2>&1 || status=1
@@ -71,7 +78,8 @@ for step in "${steps[@]}"; do
       ;;
     trees)
       log "trees matrix"
-      "$bin" --config configs/trees.json --json "$OUT/trees.json" --md "$OUT/trees.md" "${extra[@]}" >"$OUT/trees.log" 2>&1 || status=1
+      "$bin" --config configs/trees.json --version v10,v11,v12,v13 --validate-queries 8192 --json "$OUT/trees.json" --md "$OUT/trees.md" \
+        "${extra[@]}" >"$OUT/trees.log" 2>&1 || status=1
       sed -n '/^Median wall time/,$p' "$OUT/trees.log"
       ;;
     scaling)
@@ -79,7 +87,7 @@ for step in "${steps[@]}"; do
         [ "$d" -gt "$ngpu" ] && continue
         devs=$(seq -s, 0 $((d - 1)))
         log "v8/v9 on devices $devs"
-        "$bin" --version v0,v8,v9 --devices "$devs" --json "$OUT/devices$d.json" --md "$OUT/devices$d.md" "${extra[@]}" \
+        "$bin" --version v8,v9 --devices "$devs" --json "$OUT/devices$d.json" --md "$OUT/devices$d.md" "${extra[@]}" \
           >"$OUT/devices$d.log" 2>&1 || status=1
         sed -n '/^Median wall time/,$p' "$OUT/devices$d.log"
       done
@@ -90,12 +98,12 @@ for step in "${steps[@]}"; do
       fi
       gpu_versions=$("$bin" --list | awk '/^  v[0-9]+ / && $3 != "no" {print $1}' | paste -sd, -)
       log "memcheck on $gpu_versions, cases 0-7"
-      compute-sanitizer --tool memcheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 --warmup 0 --min-samples 1 \
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 --warmup 0 --min-samples 1 \
         --min-time 0 --max-samples 1 --json "$OUT/memcheck.json" >"$OUT/memcheck.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|Fail:" "$OUT/memcheck.log" | tail -n 5
       for v in v1 v3; do
         log "racecheck on $v, cases 0-7"
-        compute-sanitizer --tool racecheck --error-exitcode 99 "$bin" --version "$v" --case 0-7 --warmup 0 --min-samples 1 \
+        timeout 120 compute-sanitizer --tool racecheck --error-exitcode 99 "$bin" --version "$v" --case 0-7 --warmup 0 --min-samples 1 \
           --min-time 0 --max-samples 1 --json "$OUT/racecheck-$v.json" >"$OUT/racecheck-$v.log" 2>&1 || status=1
         grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Fail:" "$OUT/racecheck-$v.log" | tail -n 3
       done
