@@ -13,6 +13,7 @@
 #   scaling     v8/v9 on cases 0-11 with 1, 2 and all GPUs       -> devices{1,2,N}.{json,md}
 #   sanitize    compute-sanitizer memcheck (every GPU version, cases 0-7) and racecheck (v1, v3)
 set -uo pipefail
+export PATH="$PATH:/usr/local/cuda/bin"
 cd "$(dirname "$0")/.."
 if [ -n "${OUT:-}" ]; then
   archive="$OUT/gpu-check.tar.gz"
