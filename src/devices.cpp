@@ -81,6 +81,19 @@ std::size_t device_free_memory(int ordinal) {
   return 0;
 }
 
+void trim_device_pools(const std::vector<DeviceInfo>& devices) {
+#if KNN_HAVE_CUDA
+  for (const auto& d : devices) {
+    try {
+      detail::trim_pool(d.ordinal);
+    } catch (const std::exception&) {
+    }
+  }
+#else
+  (void)devices;
+#endif
+}
+
 std::vector<double> warm_up_devices(const std::vector<DeviceInfo>& devices) {
   std::vector<double> ms(devices.size(), 0.0);
 #if KNN_HAVE_CUDA

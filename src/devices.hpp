@@ -24,8 +24,13 @@ std::vector<double> warm_up_devices(const std::vector<DeviceInfo>& devices);
 // Free memory on a device now (bytes); 0 when unknown or without CUDA.
 std::size_t device_free_memory(int ordinal);
 
+// Returns the memory the devices' pools kept for reuse (between versions, so that free-memory
+// checks see the whole device). Errors are ignored: a broken context is reported elsewhere.
+void trim_device_pools(const std::vector<DeviceInfo>& devices);
+
 namespace detail {
 void run_warmup_kernel(int device);  // defined in warmup.cu (CUDA builds only)
+void trim_pool(int device);
 }
 
 }  // namespace knn

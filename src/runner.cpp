@@ -558,6 +558,7 @@ int run_benchmark(const RunOptions& opts) {
       announce(c, *v);
       Result r = base;
       measure_version(*v, p, env, measure, reference ? &*reference : nullptr, r);
+      if (v->gpus != GpuNeed::none) trim_device_pools(env.devices);
       finish(std::move(r));
     }
   }

@@ -87,21 +87,30 @@ class DeviceScope {
   int previous_ = 0;
 };
 
-// Owns `count` elements of device memory on the current device.
+// Owns `count` elements of device memory on the current device, taken from the device's
+// stream-ordered memory pool. The harness keeps freed pool memory for reuse while a (case,
+// version) is measured (see warmup.cu), so a call's allocations cost microseconds after the
+// first call instead of a cudaMalloc each; it trims the pools between versions.
 template <typename T>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t count) : count_(count) {
-    if (count_ > 0) KNN_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&ptr_), count_ * sizeof(T)));
+    if (count_ == 0) return;
+    KNN_CUDA_TRY(cudaGetDevice(&device_));
+    KNN_CUDA_TRY(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), count_ * sizeof(T), cudaStreamLegacy));
+    // Stream-ordered: make the allocation usable from every stream before handing it out.
+    KNN_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
   }
   ~DeviceBuffer() { reset(); }
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)), device_(o.device_) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       reset();
       ptr_ = std::exchange(o.ptr_, nullptr);
       count_ = std::exchange(o.count_, 0);
+      device_ = o.device_;
     }
     return *this;
   }
@@ -112,7 +121,15 @@ class DeviceBuffer {
   std::size_t size() const { return count_; }
   std::size_t bytes() const { return count_ * sizeof(T); }
   void reset() {
-    if (ptr_) KNN_CUDA_TRY_NO_THROW(cudaFree(ptr_));
+    if (ptr_) {
+      int current = 0;
+      KNN_CUDA_TRY_NO_THROW(cudaGetDevice(&current));
+      if (current != device_) KNN_CUDA_TRY_NO_THROW(cudaSetDevice(device_));
+      // Like cudaFree, wait for the device first: no kernel of any stream may still use the memory.
+      KNN_CUDA_TRY_NO_THROW(cudaDeviceSynchronize());
+      KNN_CUDA_TRY_NO_THROW(cudaFreeAsync(ptr_, cudaStreamLegacy));
+      if (current != device_) KNN_CUDA_TRY_NO_THROW(cudaSetDevice(current));
+    }
     ptr_ = nullptr;
     count_ = 0;
   }
@@ -120,6 +137,7 @@ class DeviceBuffer {
  private:
   T* ptr_ = nullptr;
   std::size_t count_ = 0;
+  int device_ = 0;
 };
 
 // Page-locked host memory (cudaMallocHost).
