@@ -4,12 +4,15 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "build_info.hpp"
 #include "compare.hpp"
 #include "errors.hpp"
 #include "matrix.hpp"
 #include "registry.hpp"
+#include "report.hpp"
 #include "runner.hpp"
 
 #ifndef KNN_SOURCE_DIR
@@ -43,6 +46,26 @@ int list(const RunOptions& opts) {
   return kExitOk;
 }
 
+int rewrite_report(const std::string& in_path, const std::string& md, const std::string& csv) {
+  if (md.empty() && csv.empty()) throw ConfigError("report: give --md FILE and/or --csv FILE");
+  std::ifstream in(in_path);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open the results file", in_path));
+  RunInfo info;
+  std::vector<Result> results;
+  try {
+    const auto doc = nlohmann::json::parse(in);
+    if (doc.value("schema_version", 0) != kResultsSchemaVersion)
+      throw ConfigError(fmt::format("{}: /schema_version: expected {}", in_path, kResultsSchemaVersion));
+    info = run_info_from_json(doc);
+    for (const auto& r : doc.at("results")) results.push_back(result_from_json(r));
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(fmt::format("{}: not a knnbench results file: {}", in_path, e.what()));
+  }
+  if (!md.empty()) make_markdown_reporter(md)->end(info, results);
+  if (!csv.empty()) make_csv_reporter(csv)->end(info, results);
+  return kExitOk;
+}
+
 // The default matrix is found from the working directory, else from the source tree.
 std::string resolve_default_config(const std::string& path) {
   if (path != "configs/default.json" || std::filesystem::exists(path)) return path;
@@ -63,7 +86,8 @@ int cli_main(int argc, char** argv) {
       "  knnbench --version v8 --case 11        one version on one case\n"
       "  knnbench --version v1,v3 --case 8-11 --json out.json --md out.md\n"
       "  knnbench --list                        versions and cases\n"
-      "  knnbench compare A.json B.json         compare two results files (see compare --help)\n\n"
+      "  knnbench compare A.json B.json         compare two results files (see compare --help)\n"
+      "  knnbench report A.json --md A.md       rewrite a results file as markdown or CSV\n\n"
       "Exit codes: 0 all ran and validated, 1 a validation failure or a failing version,\n"
       "2 a usage or configuration error, 130 interrupted (results so far are saved).",
       "knnbench"};
@@ -105,6 +129,11 @@ int cli_main(int argc, char** argv) {
 
   CompareOptions compare_opts;
   CLI::App* compare = add_compare_subcommand(app, compare_opts);
+  std::string report_in, report_md, report_csv;
+  CLI::App* report = app.add_subcommand("report", "Rewrite a results JSON as markdown and/or CSV (tables, phases, trees against brute force)");
+  report->add_option("results", report_in, "Results JSON written by knnbench")->required();
+  report->add_option("--md", report_md, "Markdown file to write");
+  report->add_option("--csv", report_csv, "CSV file to write");
 
   try {
     app.parse(argc, argv);
@@ -117,6 +146,7 @@ int cli_main(int argc, char** argv) {
     return in_compare ? kCompareExitUsage : kExitUsage;
   }
   if (compare->parsed()) return run_compare(compare_opts);
+  if (report->parsed()) return rewrite_report(report_in, report_md, report_csv);
   o.measure.validate = !no_validate;
   o.config = resolve_default_config(o.config);
 

@@ -32,6 +32,9 @@ nlohmann::ordered_json result_to_json(const Result& r);
 // Reads back one element of "results" (as written by result_to_json): used by --isolate, whose
 // child processes hand their result to the parent through a results file.
 Result result_from_json(const nlohmann::json& j);
+// Reads back a whole results file's header (for `knnbench report`, which rewrites a results JSON
+// as markdown or CSV).
+RunInfo run_info_from_json(const nlohmann::json& j);
 
 // Writes `content` to `path` through a temporary file and rename(2); creates parent folders.
 void write_file_atomically(const std::string& path, const std::string& content);

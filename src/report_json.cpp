@@ -115,6 +115,46 @@ Result result_from_json(const nlohmann::json& j) {
   return r;
 }
 
+RunInfo run_info_from_json(const nlohmann::json& j) {
+  RunInfo info;
+  const auto& meta = j.at("meta");
+  info.argv = meta.at("argv").get<std::vector<std::string>>();
+  info.started_utc = meta.at("date_utc");
+  info.complete = meta.at("complete");
+  const auto& h = j.at("host");
+  info.host.hostname = h.at("hostname");
+  info.host.cpu_model = h.at("cpu_model");
+  info.host.cores = h.at("cores");
+  info.host.memory_bytes = h.at("memory_bytes");
+  info.host.omp_threads = h.at("omp_threads");
+  info.host.os = h.value("os", "");
+  for (const auto& d : j.at("devices")) {
+    DeviceInfo di;
+    di.ordinal = d.at("ordinal");
+    di.name = d.at("name");
+    const std::string cc = d.at("compute_capability");
+    di.cc_major = std::stoi(cc.substr(0, cc.find('.')));
+    di.cc_minor = std::stoi(cc.substr(cc.find('.') + 1));
+    di.sm_count = d.at("sm_count");
+    di.total_memory = d.at("memory_bytes");
+    info.devices.push_back(di);
+    info.warmup_ms.push_back(d.value("warmup_ms", 0.0));
+  }
+  if (j.at("device_note").is_string()) info.device_note = j.at("device_note");
+  info.matrix_file = j.at("matrix").at("file");
+  info.matrix_checksum = j.at("matrix").at("checksum");
+  const auto& o = j.at("options");
+  info.warmup = o.at("warmup");
+  info.min_samples = o.at("min_samples");
+  info.max_samples = o.value("max_samples", 0);
+  info.min_time_s = o.at("min_time_s");
+  info.max_time_s = o.at("max_time_s");
+  info.validate = o.at("validate");
+  info.validate_queries = o.value("validate_queries", 0);
+  info.host_memory = o.at("host_memory") == "pinned" ? HostMemory::pinned : HostMemory::pageable;
+  return info;
+}
+
 json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
   json j;
   j["schema_version"] = kResultsSchemaVersion;

@@ -60,10 +60,35 @@ class MarkdownReporter final : public Reporter {
       row.push_back(tail);
       s += md_row(row);
     }
+    s += trees_against_brute_force(all);
     write_file_atomically(path_, s);
   }
 
  private:
+  // A tree pays a build to query faster: say plainly, per case, whether it beat the fastest
+  // brute-force version that ran, build included.
+  static std::string trees_against_brute_force(const std::vector<Result>& all) {
+    std::string s;
+    for (const auto& t : all) {
+      if (t.family != "tree" || t.status != Status::pass) continue;
+      const Result* best = nullptr;
+      for (const auto& b : all)
+        if (b.family != "tree" && b.status == Status::pass && b.problem_case.id == t.problem_case.id &&
+            (!best || b.stats.median < best->stats.median))
+          best = &b;
+      if (!best) continue;
+      if (s.empty())
+        s = "\n## Trees against the fastest brute force (build included)\n\n" +
+            md_row({"case", "tree", "build ms", "query ms", "total ms", "fastest brute force", "its ms", "verdict"}) +
+            md_row(std::vector<std::string>(8, "---"));
+      const double ratio = t.stats.median / best->stats.median;
+      s += md_row({std::to_string(t.problem_case.id), t.version, opt_ms(phase_median(t, "build")), opt_ms(phase_median(t, "query")),
+                   format_ms(t.stats.median), best->version, format_ms(best->stats.median),
+                   ratio <= 1 ? fmt::format("tree wins ({:.2f}x faster)", 1 / ratio) : fmt::format("tree loses ({:.2f}x slower)", ratio)});
+    }
+    return s;
+  }
+
   std::string path_;
 };
 

@@ -146,3 +146,17 @@ TEST(Cli, WrongVersionFailsValidationAndExits1) {
   EXPECT_EQ(j["results"][1]["status"], "fail");
   EXPECT_GT(j["results"][1]["validation"]["mismatches"].get<std::int64_t>(), 0);
 }
+
+TEST(Cli, ReportRewritesAResultsFileAsMarkdownAndCsv) {
+  const std::string json = tmp_path("rep.json"), md = tmp_path("rep.md"), csv = tmp_path("rep.csv");
+  ASSERT_EQ(run(KNN_BINARY, kConfig + kFast + "--version v0,v10 --case 5 --quiet --json " + json).code, 0);
+  const auto r = run(KNN_BINARY, "report " + json + " --md " + md + " --csv " + csv);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(md);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("| v0 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("Trees against the fastest brute force"), std::string::npos) << text;
+  EXPECT_GT(std::filesystem::file_size(csv), 50u);
+  EXPECT_EQ(run(KNN_BINARY, "report /nonexistent.json --md " + md).code, 2);
+  EXPECT_EQ(run(KNN_BINARY, "report " + md + " --md " + md).code, 2);  // not JSON
+}
