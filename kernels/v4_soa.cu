@@ -18,8 +18,9 @@ using knn::gpu::kSearchThreads;
 __global__ void __launch_bounds__(kSearchThreads)
     fused_soa_kernel(int dim, int n, const float* __restrict__ queries, const float* __restrict__ soa,
                      std::int32_t* __restrict__ indices, float* __restrict__ distances) {
-  const knn::gpu::GlobalQuery query{queries + std::size_t(blockIdx.x) * std::size_t(dim)};
-  knn::gpu::block_answers_query(dim, n, query, knn::gpu::SoaReferences{soa, n}, blockIdx.x, indices, distances);
+  knn::gpu::with_block_query(queries + std::size_t(blockIdx.x) * std::size_t(dim), dim, [&](const auto& query) {
+    knn::gpu::block_answers_query(dim, n, query, knn::gpu::SoaReferences{soa, n}, blockIdx.x, indices, distances);
+  });
 }
 
 void v4_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {

@@ -46,17 +46,18 @@ __global__ void __launch_bounds__(kSearchThreads)
     texture_kernel(int dim, int n, int tile_rows, int tiles, const cudaTextureObject_t* __restrict__ textures,
                    const float* __restrict__ queries, std::int32_t* __restrict__ indices,
                    float* __restrict__ distances) {
-  const knn::gpu::GlobalQuery query{queries + std::size_t(blockIdx.x) * std::size_t(dim)};
-  knn::gpu::Candidate best = knn::gpu::no_candidate();
-  for (int tile = 0; tile < tiles; ++tile) {
-    const long long first = static_cast<long long>(tile) * tile_rows;
-    const TextureReferences refs{textures[tile]};
-    const long long rows = min(static_cast<long long>(tile_rows), n - first);
-    best = knn::gpu::scan_references(best, threadIdx.x, rows, blockDim.x, first, [&](long long row) {
-      return knn::gpu::squared_distance(dim, query, refs, row);
-    });
-  }
-  knn::gpu::block_store_answer(best, blockIdx.x, indices, distances);
+  knn::gpu::with_block_query(queries + std::size_t(blockIdx.x) * std::size_t(dim), dim, [&](const auto& query) {
+    knn::gpu::Candidate best = knn::gpu::no_candidate();
+    for (int tile = 0; tile < tiles; ++tile) {
+      const long long first = static_cast<long long>(tile) * tile_rows;
+      const TextureReferences refs{textures[tile]};
+      const long long rows = min(static_cast<long long>(tile_rows), n - first);
+      best = knn::gpu::scan_references(best, threadIdx.x, rows, blockDim.x, first, [&](long long row) {
+        return knn::gpu::squared_distance(dim, query, refs, row);
+      });
+    }
+    knn::gpu::block_store_answer(best, blockIdx.x, indices, distances);
+  });
 }
 
 // How the references are laid out in texture memory on this device.

@@ -31,6 +31,30 @@ struct GlobalQuery {
   __device__ __forceinline__ float operator()(int t) const { return __ldg(values + t); }
 };
 
+// A query row staged in shared memory by with_block_query (every thread reads the same word: a
+// broadcast, no bank conflict).
+struct SharedQuery {
+  const float* values;
+  __device__ __forceinline__ float operator()(int t) const { return values[t]; }
+};
+
+inline constexpr int kSharedQueryFloats = 1024;
+
+// Runs body(query) with the block's query row copied once into shared memory, instead of one
+// read-only-cache load per reference and dimension; rows longer than kSharedQueryFloats are read
+// from global memory. Every thread of the block must call it (dim is the same for all).
+template <class Body>
+__device__ __forceinline__ void with_block_query(const float* row, int dim, Body&& body) {
+  __shared__ float s_query[kSharedQueryFloats];
+  if (dim <= kSharedQueryFloats) {
+    for (int t = threadIdx.x; t < dim; t += blockDim.x) s_query[t] = row[t];
+    __syncthreads();
+    body(SharedQuery{s_query});
+  } else {
+    body(GlobalQuery{row});
+  }
+}
+
 // References as stored by the harness: row-major n × dim (array of structures).
 struct AosReferences {
   const float* values;

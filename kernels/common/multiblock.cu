@@ -34,16 +34,17 @@ __global__ void __launch_bounds__(kSearchThreads)
   __shared__ std::int32_t s_index[kSearchThreads];
   const int q = blockIdx.x / blocks_per_query;
   const int part = blockIdx.x - q * blocks_per_query;
-  const GlobalQuery query{queries + std::size_t(q) * std::size_t(dim)};
   const SoaReferences refs{soa, n};
   const long long stride = static_cast<long long>(blocks_per_query) * blockDim.x;
-  Candidate c = scan_references(no_candidate(), static_cast<long long>(part) * blockDim.x + threadIdx.x, n, stride, 0,
-                                [&](long long j) { return squared_distance(dim, query, refs, j); });
-  if constexpr (kReduce == BlockReduce::unrolled)
-    c = block_argmin_unrolled<kSearchThreads>(c, s_distance, s_index);
-  else
-    c = block_argmin_tree(c, s_distance, s_index);
-  if (threadIdx.x == 0) partials[blockIdx.x] = c;
+  with_block_query(queries + std::size_t(q) * std::size_t(dim), dim, [&](const auto& query) {
+    Candidate c = scan_references(no_candidate(), static_cast<long long>(part) * blockDim.x + threadIdx.x, n, stride, 0,
+                                  [&](long long j) { return squared_distance(dim, query, refs, j); });
+    if constexpr (kReduce == BlockReduce::unrolled)
+      c = block_argmin_unrolled<kSearchThreads>(c, s_distance, s_index);
+    else
+      c = block_argmin_tree(c, s_distance, s_index);
+    if (threadIdx.x == 0) partials[blockIdx.x] = c;
+  });
 }
 
 // One warp answers one query: lane l reads the query's candidates l, l + 32, ... of its B, the warp
