@@ -12,30 +12,26 @@
 #include <string>
 
 #include "kernels/common/kdtree.hpp"
+#include "kernels/common/tree_threads.hpp"
 #include "registry.hpp"
 
 namespace {
 
 constexpr int kLeafSize = 16;
 
-// Threads the harness gives this run (all OpenMP threads when it says nothing).
-int thread_count(const knn::Environment& env) {
-  return env.omp_threads > 0 ? env.omp_threads : omp_get_max_threads();
-}
-
 constexpr int kParallelQueries = 32;  // fewer queries run on one thread: waking a team costs more
 
 class KdTreeCpu final : public knn::VersionInstance {
  public:
   void build(const knn::Problem& p, knn::RunContext& ctx) override {
-    tree_ = knn::tree::build_kdtree(p.references, p.n, p.dim, kLeafSize, thread_count(ctx.env));
+    tree_ = knn::tree::build_kdtree(p.references, p.n, p.dim, kLeafSize, knn::tree::tree_threads(ctx.env));
     built_ = true;
   }
 
   void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
     if (!built_) throw std::logic_error("v10: query() before build()");
     const knn::tree::KdTree& tree = tree_;
-    const int threads = p.m >= kParallelQueries ? thread_count(ctx.env) : 1;
+    const int threads = knn::tree::tree_threads(ctx.env, p.m, kParallelQueries);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 16) default(none) shared(tree, p, out)
     for (int q = 0; q < p.m; ++q) {
       const std::size_t row = std::size_t(q) * std::size_t(p.topk);

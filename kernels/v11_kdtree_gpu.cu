@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernels/common/cuda_rt.hpp"
+#include "kernels/common/tree_threads.hpp"
 #include "kernels/common/kdtree.hpp"
 #include "kernels/common/tree_gpu.cuh"
 #include "kernels/common/tree_topk.hpp"
@@ -268,11 +269,6 @@ bool use_warp_mode(const knn::Problem& p, int device) {
   return std::int64_t(p.m) <= 4 * resident_warps;
 }
 
-// Threads the harness gives this run (all OpenMP threads when it says nothing); one for small trees.
-int thread_count(const knn::Environment& env, int n) {
-  return n >= (1 << 14) ? (env.omp_threads > 0 ? env.omp_threads : omp_get_max_threads()) : 1;
-}
-
 class KdTreeGpu final : public knn::VersionInstance {
  public:
   ~KdTreeGpu() override {
@@ -289,7 +285,7 @@ class KdTreeGpu final : public knn::VersionInstance {
     if (ctx.env.devices.empty()) throw std::runtime_error("v11: no CUDA device selected");
     device_ = ctx.env.devices[0].ordinal;
     ctx.devices_used = {device_};
-    const int threads = thread_count(ctx.env, p.n);
+    const int threads = knn::tree::tree_threads(ctx.env, p.n, 1 << 14);
     warp_ = use_warp_mode(p, device_);
     const knn::tree::KdTree tree =
         knn::tree::build_kdtree(p.references, p.n, p.dim, warp_ ? kWarpLeafSize : kLeafSize, threads);

@@ -11,16 +11,12 @@
 #include <string>
 
 #include "kernels/common/octree.hpp"
+#include "kernels/common/tree_threads.hpp"
 #include "registry.hpp"
 
 namespace {
 
 constexpr int kLeafSize = 32;
-
-// Threads the harness gives this run (all OpenMP threads when it says nothing).
-int thread_count(const knn::Environment& env) {
-  return env.omp_threads > 0 ? env.omp_threads : omp_get_max_threads();
-}
 
 constexpr int kParallelQueries = 32;  // fewer queries run on one thread: waking a team costs more
 
@@ -28,14 +24,14 @@ class OctreeCpu final : public knn::VersionInstance {
  public:
   void build(const knn::Problem& p, knn::RunContext& ctx) override {
     if (p.dim != 3) throw std::invalid_argument("v12: octree needs k = 3");
-    tree_ = knn::tree::build_octree(p.references, p.n, kLeafSize, thread_count(ctx.env));
+    tree_ = knn::tree::build_octree(p.references, p.n, kLeafSize, knn::tree::tree_threads(ctx.env));
     built_ = true;
   }
 
   void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
     if (!built_) throw std::logic_error("v12: query() before build()");
     const knn::tree::Octree& tree = tree_;
-    const int threads = p.m >= kParallelQueries ? thread_count(ctx.env) : 1;
+    const int threads = knn::tree::tree_threads(ctx.env, p.m, kParallelQueries);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 16) default(none) shared(tree, p, out)
     for (int q = 0; q < p.m; ++q) {
       const std::size_t row = std::size_t(q) * std::size_t(p.topk);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernels/common/cuda_rt.hpp"
+#include "kernels/common/tree_threads.hpp"
 #include "kernels/common/octree.hpp"
 #include "kernels/common/tree_gpu.cuh"
 #include "kernels/common/tree_topk.hpp"
@@ -207,11 +208,6 @@ void upload(cuda::DeviceBuffer<T>& dst, const T* src, std::size_t count, cudaStr
   if (count > 0) KNN_CUDA_TRY(cudaMemcpyAsync(dst.data(), src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
 }
 
-// Threads the harness gives this run (all OpenMP threads when it says nothing); one for small trees.
-int thread_count(const knn::Environment& env, int n) {
-  return n >= (1 << 14) ? (env.omp_threads > 0 ? env.omp_threads : omp_get_max_threads()) : 1;
-}
-
 class OctreeGpu final : public knn::VersionInstance {
  public:
   ~OctreeGpu() override {
@@ -229,7 +225,7 @@ class OctreeGpu final : public knn::VersionInstance {
     if (ctx.env.devices.empty()) throw std::runtime_error("v13: no CUDA device selected");
     device_ = ctx.env.devices[0].ordinal;
     ctx.devices_used = {device_};
-    const int threads = thread_count(ctx.env, p.n);
+    const int threads = knn::tree::tree_threads(ctx.env, p.n, 1 << 14);
     const knn::tree::Octree tree = knn::tree::build_octree(p.references, p.n, kLeafSize, threads);
     std::vector<float4> points(std::size_t(p.n));
 #pragma omp parallel for num_threads(threads) schedule(static) default(none) shared(tree, points, p)
