@@ -41,7 +41,10 @@ int list(const RunOptions& opts) {
   for (const auto& c : mx.cases) {
     std::string groups;
     for (const auto& g : c.groups) groups += (groups.empty() ? "" : ",") + g;
-    fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<11} {:>10}  {}\n", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), c.seed, groups);
+    std::string files;
+    if (!c.queries_file.empty()) files += "  queries: " + c.queries_file;
+    if (!c.references_file.empty()) files += "  references: " + c.references_file;
+    fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<11} {:>10}  {}{}\n", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), c.seed, groups, files);
   }
   return kExitOk;
 }

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "datafile.hpp"
 #include "errors.hpp"
 
 namespace knn {
@@ -98,6 +100,25 @@ struct Checker {
     }
     return out;
   }
+
+  // A case's data file: a path (relative to the matrix file's folder) to a file whose shape is
+  // `rows` × `dim` floats. Only the header and size are read here; values are read at run time.
+  void data_file(const json& v, const std::string& path, int dim, int rows, const char* rows_name, std::string& written,
+                 std::string& resolved) const {
+    const char* what = "a path to a data file (.npy, .fvecs, .bin, .f32 or .csv)";
+    if (!v.is_string() || v.get<std::string>().empty()) fail(path, v, what);
+    written = v.get<std::string>();
+    // Control characters would break the one-line messages and listings that show the path.
+    if (std::any_of(written.begin(), written.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20; }))
+      fail(path, v, "a path to a data file without control characters");
+    const std::filesystem::path given(written);
+    resolved = given.is_absolute() ? written : (std::filesystem::path(file).parent_path() / given).string();
+    try {
+      expect_shape(inspect_data_file(resolved, std::uint64_t(dim)), std::uint64_t(rows), rows_name, std::uint64_t(dim));
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}: {}", file, path, e.what()));
+    }
+  }
 };
 
 }  // namespace
@@ -168,7 +189,7 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
     const json& cj = cases[i];
     const std::string p = fmt::format("/cases/{}", i);
     if (!cj.is_object()) c.fail(p, cj, "a case object with id, k, m, n");
-    c.only_keys(cj, p, {"id", "k", "m", "n", "topk", "distribution", "seed", "groups", "description"});
+    c.only_keys(cj, p, {"id", "k", "m", "n", "topk", "distribution", "seed", "groups", "description", "queries_file", "references_file"});
     for (const char* req : {"id", "k", "m", "n"})
       if (!cj.contains(req)) c.fail(p + "/" + req, json(nullptr), fmt::format("field \"{}\" (required)", req));
     Case cs;
@@ -191,6 +212,10 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
     const unsigned __int128 qn = (unsigned __int128)cs.dim * cs.m, rn = (unsigned __int128)cs.dim * cs.n;
     if (qn > ((unsigned __int128)1 << 60) || rn > ((unsigned __int128)1 << 60))
       c.fail(p, cj, "k·m and k·n below 2^60 elements");
+    if (cj.contains("queries_file"))
+      c.data_file(cj["queries_file"], p + "/queries_file", cs.dim, cs.m, "m", cs.queries_file, cs.queries_path);
+    if (cj.contains("references_file"))
+      c.data_file(cj["references_file"], p + "/references_file", cs.dim, cs.n, "n", cs.references_file, cs.references_path);
     mx.cases.push_back(std::move(cs));
   }
   return mx;

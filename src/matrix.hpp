@@ -19,6 +19,11 @@ struct Case {
   std::uint64_t seed = 0;
   std::vector<std::string> groups;
   std::string description;
+  // Point sets read from data files instead of generated (empty: generated from distribution
+  // and seed). *_file as written in the matrix (the results record it); *_path resolved
+  // against the matrix file's folder (what the runner opens).
+  std::string queries_file, references_file;
+  std::string queries_path, references_path;
 };
 
 struct Matrix {
@@ -32,7 +37,9 @@ inline constexpr int kMatrixSchemaVersion = 1;
 inline constexpr std::uint64_t kDefaultSeed = 20240607;
 
 // Loads and checks a matrix. Every problem throws ConfigError naming the file, the JSON path,
-// the offending value and what was expected.
+// the offending value and what was expected. Data files a case names are opened and their shape
+// (only: header and size) checked against k and m or n; relative paths are resolved against the
+// folder of `path` (of `file_label` for parse_matrix).
 Matrix load_matrix(const std::string& path);
 Matrix parse_matrix(const std::string& text, const std::string& file_label);
 

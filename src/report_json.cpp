@@ -33,6 +33,8 @@ json result_to_json(const Result& r) {
                {"distribution", to_string(c.distribution)},
                {"seed", c.seed},
                {"groups", c.groups},
+               {"queries_file", c.queries_file.empty() ? json(nullptr) : json(c.queries_file)},
+               {"references_file", c.references_file.empty() ? json(nullptr) : json(c.references_file)},
                {"checksums", {{"queries", r.query_checksum}, {"references", r.reference_checksum}}}};
   j["version"] = r.version;
   j["title"] = r.title;
@@ -81,6 +83,9 @@ Result result_from_json(const nlohmann::json& j) {
   parse_distribution(c.at("distribution").get<std::string>(), r.problem_case.distribution);
   r.problem_case.seed = c.at("seed");
   r.problem_case.groups = c.at("groups").get<std::vector<std::string>>();
+  // Results written before data files existed have no such fields: generated data.
+  for (auto [key, field] : {std::pair{"queries_file", &r.problem_case.queries_file}, std::pair{"references_file", &r.problem_case.references_file}})
+    if (c.contains(key) && c[key].is_string()) *field = c[key].get<std::string>();
   r.query_checksum = c.at("checksums").at("queries");
   r.reference_checksum = c.at("checksums").at("references");
   r.version = j.at("version");

@@ -26,8 +26,10 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
 }
 
 std::string case_label(const Case& c) {
-  return fmt::format("case {:>2} (k={} m={} n={} topk={}{})", c.id, c.dim, c.m, c.n, c.topk,
-                     c.distribution == Distribution::uniform ? "" : std::string(" ") + to_string(c.distribution));
+  std::string data = c.distribution == Distribution::uniform ? "" : std::string(" ") + to_string(c.distribution);
+  if (!c.queries_file.empty()) data += " queries=" + c.queries_file;
+  if (!c.references_file.empty()) data += " references=" + c.references_file;
+  return fmt::format("case {:>2} (k={} m={} n={} topk={}{})", c.id, c.dim, c.m, c.n, c.topk, data);
 }
 
 std::string duration(double s) {

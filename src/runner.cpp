@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "data.hpp"
+#include "datafile.hpp"
 #include "devices.hpp"
 #include "errors.hpp"
 #include "host_memory.hpp"
@@ -77,6 +78,26 @@ bool parse_int(const std::string& s, int& out) {
 }
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+
+// A case's queries or references: read from its data file when it names one, else generated.
+// The file was inspected when the matrix was loaded; one that no longer matches, or holds NaN
+// or Inf, is a ConfigError here (exit 2).
+void fill_points(const Matrix& mx, const Case& c, PointSet set, float* out) {
+  const bool queries = set == PointSet::queries;
+  const std::string& path = queries ? c.queries_path : c.references_path;
+  const int count = queries ? c.m : c.n;
+  if (path.empty()) {
+    generate_points(c.distribution, c.seed, set, c.dim, std::size_t(count), out);
+    return;
+  }
+  try {
+    const DataFileInfo info = inspect_data_file(path, std::uint64_t(c.dim));
+    expect_shape(info, std::uint64_t(count), queries ? "m" : "n", std::uint64_t(c.dim));
+    read_data_file(info, out);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: case {}: {}: {}", mx.file, c.id, queries ? "queries_file" : "references_file", e.what()));
+  }
+}
 
 }  // namespace
 
@@ -542,8 +563,8 @@ int run_benchmark(const RunOptions& opts) {
     }
 
     HostArray queries(qf, info.host_memory), references(rf, info.host_memory);
-    generate_points(c.distribution, c.seed, PointSet::queries, c.dim, c.m, queries.data());
-    generate_points(c.distribution, c.seed, PointSet::references, c.dim, c.n, references.data());
+    fill_points(mx, c, PointSet::queries, queries.data());
+    fill_points(mx, c, PointSet::references, references.data());
     base.query_checksum = to_hex(checksum(queries.data(), qf));
     base.reference_checksum = to_hex(checksum(references.data(), rf));
     const Problem p{c.dim, c.m, c.n, c.topk, queries.data(), references.data()};

@@ -262,6 +262,22 @@ for name, v, where in [("string", "ta", ""), ("null", None, ""), ("object", {"ta
 for name, v in [("number", 1), ("null", None), ("array", ["x"]), ("object", {}), ("true", True)]:
     add("case_description_%s" % name, dump(matrix(cases=[case(description=v)])), "/cases/0/description")
 
+# ---------------------------------------------------------------- data files (queries_file, references_file)
+# Only refusals that need no data file: binary data is never committed; tests/test_datafiles.cpp
+# writes its files. Relative paths resolve against this folder, where none of these exist.
+for field in ("queries_file", "references_file"):
+    for name, v in [("number", 7), ("null", None), ("true", True), ("array", ["a.npy"]), ("object", {}), ("empty", "")]:
+        add("%s_%s" % (field, name), dump(matrix(cases=[case(**{field: v})])), "/cases/0/%s: " % field)
+add("queries_file_missing", dump(matrix(cases=[case(queries_file="no_such_file.npy")])), "no_such_file.npy: no such file: expected a data file")
+add("references_file_missing_absolute", dump(matrix(cases=[case(references_file="/nonexistent/knnbench/refs.fvecs")])),
+    "/cases/0/references_file: /nonexistent/knnbench/refs.fvecs: no such file")
+add("references_file_second_case_missing", dump(matrix(cases=[case(), case(id=1, references_file="refs.bin")])), "/cases/1/references_file")
+add("references_file_unknown_extension", dump(matrix(cases=[case(references_file="expected.tsv")])), 'unknown extension ".tsv"')
+add("queries_file_no_extension", dump(matrix(cases=[case(queries_file="README")])), "no extension: expected one of")
+add("queries_file_newline", dump(matrix(cases=[case(queries_file="a\nb.npy")])), "/cases/0/queries_file: ")
+add("queries_file_nul", dump(matrix(cases=[case(queries_file="a\u0000.npy")])), "/cases/0/queries_file: ")
+add("queries_file_in_defaults", dump(matrix(defaults={"queries_file": "q.npy"})), "/defaults/queries_file")
+
 # Many cases, the last one bad.
 add("many_cases_last_bad", dump(matrix(cases=[case(id=i) for i in range(2000)] + [case(id=2000, n=0)])), "/cases/2000/n: 0")
 
