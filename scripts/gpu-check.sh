@@ -11,7 +11,8 @@
 #   pageable    the default matrix, --host-memory pageable      -> pageable.{json,md}
 #   trees       configs/trees.json                               -> trees.{json,md}
 #   scaling     v8/v9 on cases 0-11 with 1, 2 and all GPUs       -> devices{1,2,N}.{json,md}
-#   sanitize    compute-sanitizer memcheck (every GPU version, cases 0-7) and racecheck (v1, v3)
+#   sanitize    compute-sanitizer memcheck (every GPU version: cases 0-7, and the GPU test suite's awkward
+#               sizes) and racecheck (every GPU version, cases 0-7)
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
 cd "$(dirname "$0")/.."
@@ -98,16 +99,19 @@ for step in "${steps[@]}"; do
         log "compute-sanitizer not found: sanitize step NOT run"; status=1; continue
       fi
       gpu_versions=$("$bin" --list | awk '/^  v[0-9]+ / && $3 != "no" {print $1}' | paste -sd, -)
+      one=(--warmup 0 --min-samples 1 --min-time 0 --max-samples 1)
       log "memcheck on $gpu_versions, cases 0-7"
-      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 --warmup 0 --min-samples 1 \
-        --min-time 0 --max-samples 1 --json "$OUT/memcheck.json" >"$OUT/memcheck.log" 2>&1 || status=1
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 "${one[@]}" \
+        --json "$OUT/memcheck.json" >"$OUT/memcheck.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|Fail:" "$OUT/memcheck.log" | tail -n 5
-      for v in v1 v3; do
-        log "racecheck on $v, cases 0-7"
-        timeout 120 compute-sanitizer --tool racecheck --error-exitcode 99 "$bin" --version "$v" --case 0-7 --warmup 0 --min-samples 1 \
-          --min-time 0 --max-samples 1 --json "$OUT/racecheck-$v.json" >"$OUT/racecheck-$v.log" 2>&1 || status=1
-        grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Fail:" "$OUT/racecheck-$v.log" | tail -n 3
-      done
+      log "memcheck on the GPU test suite (every GPU version on the awkward sizes)"
+      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD_DIR/tests/knn_tests" --gtest_filter='Gpu/*' \
+        >"$OUT/memcheck-awkward.log" 2>&1 || status=1
+      grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck-awkward.log" | tail -n 4
+      log "racecheck on $gpu_versions, cases 0-7"
+      timeout 300 compute-sanitizer --tool racecheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 "${one[@]}" \
+        --json "$OUT/racecheck.json" >"$OUT/racecheck.log" 2>&1 || status=1
+      grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Fail:" "$OUT/racecheck.log" | tail -n 3
       ;;
   esac
 done
