@@ -101,15 +101,15 @@ for step in "${steps[@]}"; do
       gpu_versions=$("$bin" --list | awk '/^  v[0-9]+ / && $3 != "no" {print $1}' | paste -sd, -)
       one=(--warmup 0 --min-samples 1 --min-time 0 --max-samples 1)
       log "memcheck on $gpu_versions, cases 0-7"
-      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 "${one[@]}" \
+      timeout ${SANITIZE_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 "${one[@]}" \
         --json "$OUT/memcheck.json" >"$OUT/memcheck.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|Fail:" "$OUT/memcheck.log" | tail -n 5
       log "memcheck on the GPU test suite (every GPU version on the awkward sizes)"
-      timeout 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD_DIR/tests/knn_tests" --gtest_filter='Gpu/*' \
+      timeout ${SANITIZE_TIMEOUT:-300} compute-sanitizer --tool memcheck --error-exitcode 99 "$BUILD_DIR/tests/knn_tests" --gtest_filter='Gpu/*' \
         >"$OUT/memcheck-awkward.log" 2>&1 || status=1
       grep -E "ERROR SUMMARY|PASSED|FAILED" "$OUT/memcheck-awkward.log" | tail -n 4
       log "racecheck on $gpu_versions, cases 0-7"
-      timeout 300 compute-sanitizer --tool racecheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 "${one[@]}" \
+      timeout ${SANITIZE_TIMEOUT:-300} compute-sanitizer --tool racecheck --error-exitcode 99 "$bin" --version "$gpu_versions" --case 0-7 "${one[@]}" \
         --json "$OUT/racecheck.json" >"$OUT/racecheck.log" 2>&1 || status=1
       grep -E "RACECHECK SUMMARY|ERROR SUMMARY|Fail:" "$OUT/racecheck.log" | tail -n 3
       ;;
