@@ -42,12 +42,17 @@ if [ "$check_only" = 1 ]; then
   echo "install-deps.sh: missing: ${missing[*]}"
   exit 1
 fi
+as_root=""
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps.sh: missing packages; run as root:"
-  echo "  sudo apt-get update && sudo $cmd"
-  exit 1
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    as_root="sudo -n"
+  else
+    echo "install-deps.sh: missing packages; run as root:"
+    echo "  sudo apt-get update && sudo $cmd"
+    exit 1
+  fi
 fi
 echo "install-deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-$cmd
+$as_root apt-get update -qq
+$as_root env DEBIAN_FRONTEND=noninteractive $cmd
