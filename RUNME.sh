@@ -32,11 +32,12 @@ set +e
 "$BUILD_DIR/knnbench" --json "$stem.json" --md "$stem.md" "$@"
 rc=$?
 set -e
-if [ -f "$stem.json" ] && [ -x scripts/plot.py ]; then
-  if python3 -c 'import matplotlib' 2>/dev/null; then
-    python3 scripts/plot.py "$stem.json" -o "$stem.png" >&2 && echo "Plot: $stem.png"
+# plot.py finds a Python with matplotlib itself, or says how to install it.
+if [ -f "$stem.json" ]; then
+  if python3 scripts/plot.py "$stem.json" -o "$stem.png" >&2; then
+    echo "Plot: $stem.png"
   else
-    echo "RUNME.sh: no plot (matplotlib missing: sudo apt-get install python3-matplotlib)" >&2
+    echo "RUNME.sh: no plot (see the message above)" >&2
   fi
 fi
 exit $rc
