@@ -104,7 +104,7 @@ int cli_main(int argc, char** argv) {
   app.add_option("--case", o.case_specs, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)");
   app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable)");
   app.add_flag("--list", o.list, "List the registered versions and the matrix's cases, then exit");
-  app.add_option("--devices", o.devices, "GPUs to use: all, or ordinals like 0,1")->capture_default_str();
+  app.add_option("--devices", o.devices, "GPUs to use: all, ordinals like 0,1, or a range like 0-3")->capture_default_str();
   app.add_option("--host-memory", o.host_memory, "Host input memory: pinned (cudaMallocHost) or pageable (malloc, as the seeds)")
       ->capture_default_str();
   app.add_option("--warmup", o.measure.warmup, "Untimed calls before sampling each (case, version)")->capture_default_str();

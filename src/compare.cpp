@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "report.hpp"
+#include "selection.hpp"
 
 namespace knn {
 
@@ -177,34 +178,10 @@ std::vector<Entry> read_entries(const json& doc, const std::string& file) {
 
 // ---------------------------------------------------------------- filters
 
-std::vector<std::string> split_commas(const std::vector<std::string>& specs) {
-  std::vector<std::string> out;
-  for (const auto& s : specs) {
-    std::stringstream in(s);
-    std::string item;
-    while (std::getline(in, item, ','))
-      if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-bool parse_id(const std::string& s, int& out) {
-  if (s.empty() || s.size() > 9 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-  out = std::stoi(s);
-  return true;
-}
-
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
   return s;
-}
-
-long version_number(const std::string& v) { return v.size() > 1 ? std::strtol(v.c_str() + 1, nullptr, 10) : -1; }
-
-bool version_less(const std::string& a, const std::string& b) {
-  const long na = version_number(a), nb = version_number(b);
-  return na != nb ? na < nb : a < b;
 }
 
 struct Filter {
@@ -235,11 +212,8 @@ Filter make_filter(const CompareOptions& opts, const std::vector<Entry>& a, cons
     f.versions.insert(v);
   }
   for (const auto& item : split_commas(opts.cases)) {
-    const auto dash = item.find('-');
     int lo = 0, hi = 0;
-    const bool ok = dash == std::string::npos ? parse_id(item, lo) && parse_id(item, hi)
-                                              : parse_id(item.substr(0, dash), lo) && parse_id(item.substr(dash + 1), hi) && lo <= hi;
-    if (!ok) throw CompareError(fmt::format("--case {}: expected a case id, a range like 8-11, or a comma list", item));
+    if (!parse_case_range(item, lo, hi)) throw CompareError(fmt::format("--case {}: expected a case id, a range like 8-11, or a comma list", item));
     bool any = false;
     for (int id = lo; id <= hi; ++id) {
       f.cases.insert(id);

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "selection.hpp"
+
 namespace knn {
 
 const char* to_string(Family f) {
@@ -25,10 +27,6 @@ class QueryOnly final : public VersionInstance {
  private:
   QueryFn fn_;
 };
-
-long version_number(const std::string& id) {
-  return id.size() > 1 ? std::strtol(id.c_str() + 1, nullptr, 10) : -1;
-}
 }  // namespace
 
 std::function<std::unique_ptr<VersionInstance>()> query_only(QueryFn fn) {
@@ -44,10 +42,8 @@ bool Registry::add(VersionDesc desc) {
   if (find(desc.id) != nullptr) throw std::logic_error("version registered twice: " + desc.id);
   if (!desc.make) throw std::logic_error("version without entry point: " + desc.id);
   versions_.push_back(std::move(desc));
-  std::stable_sort(versions_.begin(), versions_.end(), [](const VersionDesc& a, const VersionDesc& b) {
-    const long na = version_number(a.id), nb = version_number(b.id);
-    return na != nb ? na < nb : a.id < b.id;
-  });
+  std::stable_sort(versions_.begin(), versions_.end(),
+                   [](const VersionDesc& a, const VersionDesc& b) { return version_less(a.id, b.id); });
   return true;
 }
 

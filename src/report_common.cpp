@@ -11,6 +11,7 @@
 #include "errors.hpp"
 #include "registry.hpp"
 #include "report.hpp"
+#include "selection.hpp"
 
 namespace knn {
 
@@ -84,10 +85,7 @@ std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& r
     cell[{r.version, r.problem_case.id}] = c;
   }
   std::sort(case_ids.begin(), case_ids.end());
-  std::sort(versions.begin(), versions.end(), [](const std::string& a, const std::string& b) {
-    const long na = std::strtol(a.c_str() + 1, nullptr, 10), nb = std::strtol(b.c_str() + 1, nullptr, 10);
-    return na != nb ? na < nb : a < b;
-  });
+  std::sort(versions.begin(), versions.end(), version_less);
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> head{"version"};
   for (int id : case_ids) head.push_back(fmt::format("case {}", id));

@@ -26,6 +26,7 @@
 #include "errors.hpp"
 #include "host_memory.hpp"
 #include "report.hpp"
+#include "selection.hpp"
 #include "sysinfo.hpp"
 
 namespace knn {
@@ -52,29 +53,6 @@ std::string join_ints(const std::vector<int>& v) {
   std::string s;
   for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
   return s;
-}
-
-std::vector<std::string> split_commas(const std::vector<std::string>& specs) {
-  std::vector<std::string> out;
-  for (const auto& s : specs) {
-    std::size_t start = 0;
-    while (start <= s.size()) {
-      const std::size_t c = s.find(',', start);
-      const std::string item = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
-      if (!item.empty()) out.push_back(item);
-      if (c == std::string::npos) break;
-      start = c + 1;
-    }
-  }
-  return out;
-}
-
-bool parse_int(const std::string& s, int& out) {
-  if (s.empty() || s.size() > 9) return false;
-  for (char c : s)
-    if (c < '0' || c > '9') return false;
-  out = std::stoi(s);
-  return true;
 }
 
 std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
@@ -116,11 +94,8 @@ std::vector<Case> select_cases(const Matrix& mx, const std::vector<std::string>&
   for (const auto& c : mx.cases) valid.push_back(c.id);
   std::vector<int> wanted;
   for (const auto& item : split_commas(case_specs)) {
-    const auto dash = item.find('-');
     int lo = 0, hi = 0;
-    const bool ok = dash == std::string::npos ? parse_int(item, lo) && parse_int(item, hi)
-                                              : parse_int(item.substr(0, dash), lo) && parse_int(item.substr(dash + 1), hi) && lo <= hi;
-    if (!ok) throw ConfigError(fmt::format("--case {}: expected a case id, a range like 8-11, or a comma list", item));
+    if (!parse_case_range(item, lo, hi)) throw ConfigError(fmt::format("--case {}: expected a case id, a range like 8-11, or a comma list", item));
     for (int id = lo; id <= hi; ++id) {
       if (std::find(valid.begin(), valid.end(), id) == valid.end())
         throw ConfigError(fmt::format("--case {}: no case {} in {} (valid ids: {})", item, id, mx.file, join_ints(valid)));
@@ -176,13 +151,16 @@ std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const
   std::vector<int> present;
   for (const auto& d : all) present.push_back(d.ordinal);
   for (const auto& item : split_commas({spec})) {
-    int id = -1;
-    if (!parse_int(item, id)) throw ConfigError(fmt::format("--devices {}: expected \"all\" or a comma list of device ordinals", spec));
-    auto it = std::find_if(all.begin(), all.end(), [id](const DeviceInfo& d) { return d.ordinal == id; });
-    if (it == all.end())
-      throw ConfigError(fmt::format("--devices {}: device {} is not present ({})", spec, id,
-                                    all.empty() ? none_note : "present: " + join_ints(present)));
-    if (std::none_of(out.begin(), out.end(), [id](const DeviceInfo& d) { return d.ordinal == id; })) out.push_back(*it);
+    int lo = -1, hi = -1;
+    if (!parse_case_range(item, lo, hi))
+      throw ConfigError(fmt::format("--devices {}: expected \"all\", device ordinals like 0,1, or a range like 0-3", spec));
+    for (int id = lo; id <= hi; ++id) {
+      auto it = std::find_if(all.begin(), all.end(), [id](const DeviceInfo& d) { return d.ordinal == id; });
+      if (it == all.end())
+        throw ConfigError(fmt::format("--devices {}: device {} is not present ({})", spec, id,
+                                      all.empty() ? none_note : "present: " + join_ints(present)));
+      if (std::none_of(out.begin(), out.end(), [id](const DeviceInfo& d) { return d.ordinal == id; })) out.push_back(*it);
+    }
   }
   return out;
 }

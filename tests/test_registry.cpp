@@ -132,3 +132,17 @@ TEST(Stats, SummaryOfKnownSamples) {
   EXPECT_NEAR(s.stdev, 1.2909944487, 1e-9);
   EXPECT_NEAR(s.noise_pct, 51.639777949, 1e-6);
 }
+
+TEST(Registry, SelectDevicesByListRangeAndAll) {
+  std::vector<DeviceInfo> all(4);
+  for (int i = 0; i < 4; ++i) all[i].ordinal = i;
+  EXPECT_EQ(select_devices(all, "all", "").size(), 4u);
+  const auto two = select_devices(all, "2,0", "");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].ordinal, 2);
+  EXPECT_EQ(select_devices(all, "1-3", "").size(), 3u);
+  EXPECT_EQ(select_devices(all, "0,0-1", "").size(), 2u);  // no device twice
+  EXPECT_THROW(select_devices(all, "4", ""), ConfigError);
+  EXPECT_THROW(select_devices(all, "3-1", ""), ConfigError);
+  EXPECT_THROW(select_devices({}, "0", "no CUDA device"), ConfigError);
+}
