@@ -1,15 +1,20 @@
 // v5: v3 with the references read through 2D textures instead of plain loads, which avoids v4's
 // transpose: the texture path caches by 2D locality, so the strided AoS reads of a warp are served
-// from the texture cache. The references live in pitched linear memory, one texel row per reference
-// (width dim, pitch rounded up to the device's texture pitch alignment; when that adds padding they
-// are uploaded contiguously and re-pitched on the device, phase "pitch"), and are read with point
-// sampling as tex2D(texture, t, row).
+// from the texture cache. The references live in pitched linear memory, one texel row per reference.
+// The texels are float4, so one fetch returns four consecutive dimensions: a row is ceil(dim/4)
+// texels wide (pitch rounded up to the device's texture pitch alignment) and a reference costs
+// ceil(dim/4) fetches instead of dim. Whenever the pitch differs from the host's dim floats per row
+// (almost always: dim=3 fills 12 B of a 16 B texel), the pitched storage is zeroed, so the padding
+// lanes of the last texel and the row tails hold 0 rather than uninitialised memory, and the
+// contiguous upload is re-pitched into it on the device (both in phase "pitch"). Texels are read
+// with point sampling as tex2D<float4>(texture, c, row); the padding lanes are never added, and the
+// sum runs over the dimensions in order, so the distance is the same float arithmetic as v3's.
 //
 // The device's 2D linear-texture limits are read, not assumed: the height limit (65000 texel rows on
 // current GPUs) is below many n, so the references are cut into tiles of at most that many rows, one
 // texture object per tile, every tile starting on the device's texture base alignment; the kernel
-// walks the tiles in order. One tile is the plain path; more are recorded in ctx.path. A dim beyond
-// the width or pitch limit is a skip with the reason.
+// walks the tiles in order. One tile is the plain path; more are recorded in ctx.path. A row of
+// ceil(dim/4) texels beyond the width or pitch limit is a skip with the reason.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -30,18 +35,49 @@ namespace {
 
 using knn::gpu::kSearchThreads;
 
-// Reference j sits in tile j / tile_rows, at texel row j % tile_rows; texel t is its dimension t.
-// Unnormalised coordinates at texel centres, point sampling: the stored float exactly.
-struct TextureReferences {
-  cudaTextureObject_t texture;
-  __device__ __forceinline__ float operator()(long long row, int t) const {
-    return tex2D<float>(texture, float(t) + 0.5f, float(row) + 0.5f);
+inline constexpr int kTexelFloats = 4;  // one float4 texel holds four consecutive dimensions
+
+__host__ __device__ constexpr int texels_per_row(int dim) { return (dim + kTexelFloats - 1) / kTexelFloats; }
+
+// One step of the distance sum: the same expression as knn::gpu::squared_distance's loop body.
+__device__ __forceinline__ void add_squared_difference(float& sum, float query, float reference) {
+  const float diff = query - reference;
+  sum += diff * diff;
+}
+
+// Squared distance of the query to the reference in texel row `row` of `texture`. Reference j sits
+// in tile j / tile_rows, at texel row j % tile_rows; texel c holds its dimensions 4c .. 4c+3.
+// Unnormalised coordinates at texel centres, point sampling: the stored floats exactly. Dimensions
+// are accumulated in order, 4c, 4c+1, 4c+2, 4c+3 of each texel, and the lanes of the last texel at
+// or beyond dim (zero padding) are skipped, so the sum is bit for bit the per-dimension one.
+template <class Query>
+__device__ __forceinline__ float texture_squared_distance(int dim, const Query& query, cudaTextureObject_t texture,
+                                                          long long row) {
+  const float y = float(row) + 0.5f;
+  const int full = dim / kTexelFloats;  // texels whose four lanes are all dimensions
+  float sum = 0.f;
+  for (int c = 0; c < full; ++c) {
+    const float4 v = tex2D<float4>(texture, float(c) + 0.5f, y);
+    const int t = c * kTexelFloats;
+    add_squared_difference(sum, query(t), v.x);
+    add_squared_difference(sum, query(t + 1), v.y);
+    add_squared_difference(sum, query(t + 2), v.z);
+    add_squared_difference(sum, query(t + 3), v.w);
   }
-};
+  const int rest = dim - full * kTexelFloats;  // 0..3 dimensions in a last, padded texel
+  if (rest > 0) {
+    const float4 v = tex2D<float4>(texture, float(full) + 0.5f, y);
+    const int t = full * kTexelFloats;
+    add_squared_difference(sum, query(t), v.x);
+    if (rest > 1) add_squared_difference(sum, query(t + 1), v.y);
+    if (rest > 2) add_squared_difference(sum, query(t + 2), v.z);
+  }
+  return sum;
+}
 
 // One block answers query blockIdx.x; one thread walks the tiles in order and scans texel rows
 // threadIdx.x, +blockDim.x, ... of each, so its references still come in increasing index order;
-// then the block tree picks the answer.
+// then the block tree picks the answer. A reference costs ceil(dim/4) float4 fetches.
 __global__ void __launch_bounds__(kSearchThreads)
     texture_kernel(int dim, int n, int tile_rows, int tiles, const cudaTextureObject_t* __restrict__ textures,
                    const float* __restrict__ queries, std::int32_t* __restrict__ indices,
@@ -50,10 +86,10 @@ __global__ void __launch_bounds__(kSearchThreads)
     knn::gpu::Candidate best = knn::gpu::no_candidate();
     for (int tile = 0; tile < tiles; ++tile) {
       const long long first = static_cast<long long>(tile) * tile_rows;
-      const TextureReferences refs{textures[tile]};
+      const cudaTextureObject_t texture = textures[tile];
       const long long rows = min(static_cast<long long>(tile_rows), n - first);
       best = knn::gpu::scan_references(best, threadIdx.x, rows, blockDim.x, first, [&](long long row) {
-        return knn::gpu::squared_distance(dim, query, refs, row);
+        return texture_squared_distance(dim, query, texture, row);
       });
     }
     knn::gpu::block_store_answer(best, blockIdx.x, indices, distances);
@@ -62,7 +98,8 @@ __global__ void __launch_bounds__(kSearchThreads)
 
 // How the references are laid out in texture memory on this device.
 struct TextureLayout {
-  std::size_t pitch_bytes = 0;  // one reference per row
+  int texels = 0;               // float4 texels per row: ceil(dim/4)
+  std::size_t pitch_bytes = 0;  // one reference per row: texels * 16 B, rounded up to the pitch alignment
   std::size_t base_alignment = 0;
   int tile_rows = 0;  // references per texture: the height limit, rounded so every tile stays aligned
   int tiles = 0;
@@ -73,7 +110,11 @@ TextureLayout plan_layout(const knn::DeviceInfo& device, const knn::Problem& p) 
   KNN_CUDA_TRY(cudaDeviceGetAttribute(&pitch_alignment, cudaDevAttrTexturePitchAlignment, device.ordinal));
   KNN_CUDA_TRY(cudaDeviceGetAttribute(&base_alignment, cudaDevAttrTextureAlignment, device.ordinal));
   TextureLayout layout;
-  const std::size_t row_bytes = std::size_t(p.dim) * sizeof(float);
+  layout.texels = texels_per_row(p.dim);
+  if (layout.texels > device.max_texture2d_linear_width)
+    throw std::runtime_error(fmt::format("v5: {} float4 texels for k={} exceed the device's 2D linear texture width {}",
+                                         layout.texels, p.dim, device.max_texture2d_linear_width));
+  const std::size_t row_bytes = std::size_t(layout.texels) * sizeof(float4);
   layout.pitch_bytes = (row_bytes + pitch_alignment - 1) / pitch_alignment * pitch_alignment;
   layout.base_alignment = std::size_t(base_alignment);
   if (layout.pitch_bytes > std::size_t(device.max_texture2d_linear_pitch))
@@ -94,10 +135,13 @@ std::optional<std::string> v5_supports(const knn::Problem& p, const knn::Environ
   if (auto reason = knn::gpu::argmin_supports(p)) return reason;
   if (env.devices.empty()) return std::string("no CUDA device");
   const knn::DeviceInfo& d = env.devices.front();
-  if (p.dim > d.max_texture2d_linear_width)
-    return fmt::format("k={} exceeds the 2D linear texture width {}", p.dim, d.max_texture2d_linear_width);
-  if (std::size_t(p.dim) * sizeof(float) > std::size_t(d.max_texture2d_linear_pitch))
-    return fmt::format("k={} floats exceed the 2D linear texture pitch {} B", p.dim, d.max_texture2d_linear_pitch);
+  const int texels = texels_per_row(p.dim);
+  if (texels > d.max_texture2d_linear_width)
+    return fmt::format("k={} needs {} float4 texels per row, beyond the 2D linear texture width {}", p.dim, texels,
+                       d.max_texture2d_linear_width);
+  if (std::size_t(texels) * sizeof(float4) > std::size_t(d.max_texture2d_linear_pitch))
+    return fmt::format("k={} needs {} B float4 rows, beyond the 2D linear texture pitch {} B", p.dim,
+                       std::size_t(texels) * sizeof(float4), d.max_texture2d_linear_pitch);
   if (d.max_texture2d_linear_height < 1) return std::string("device reports no 2D linear texture height");
   return std::nullopt;
 }
@@ -118,15 +162,17 @@ void v5_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   auto storage = gpu.alloc<unsigned char>(std::size_t(p.n) * layout.pitch_bytes + layout.base_alignment);
   const std::uintptr_t raw = reinterpret_cast<std::uintptr_t>(storage.data());
   unsigned char* base = storage.data() + (layout.base_alignment - raw % layout.base_alignment) % layout.base_alignment;
-  const std::size_t row_bytes = std::size_t(p.dim) * sizeof(float);
+  const std::size_t row_bytes = std::size_t(p.dim) * sizeof(float);  // one host row, unpadded
   knn::cuda::DeviceBuffer<float> staged;  // the contiguous upload, when rows need padding
   if (layout.pitch_bytes == row_bytes) {
     gpu.copy_to_device(reinterpret_cast<float*>(base), p.references, p.reference_floats());
   } else {
     // A host-to-device 2D copy of short rows crawls (tens of ms for 16M rows of 12 B): upload
-    // contiguously, then re-pitch on the device.
+    // contiguously, then re-pitch on the device. The pitched rows are zeroed first, so the padding
+    // lanes of the last texel (and the pitch tail) are defined, though the kernel never adds them.
     staged = gpu.upload(p.references, p.reference_floats());
     gpu.timed("pitch", [&] {
+      KNN_CUDA_TRY(cudaMemsetAsync(base, 0, std::size_t(p.n) * layout.pitch_bytes, gpu.stream()));
       KNN_CUDA_TRY(cudaMemcpy2DAsync(base, layout.pitch_bytes, staged.data(), row_bytes, row_bytes, std::size_t(p.n),
                                      cudaMemcpyDeviceToDevice, gpu.stream()));
     });
@@ -144,8 +190,8 @@ void v5_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
     cudaResourceDesc resource{};
     resource.resType = cudaResourceTypePitch2D;
     resource.res.pitch2D.devPtr = base + std::size_t(first) * layout.pitch_bytes;
-    resource.res.pitch2D.desc = cudaCreateChannelDesc<float>();
-    resource.res.pitch2D.width = std::size_t(p.dim);
+    resource.res.pitch2D.desc = cudaCreateChannelDesc<float4>();
+    resource.res.pitch2D.width = std::size_t(layout.texels);  // in float4 texels
     resource.res.pitch2D.height = std::size_t(std::min<long long>(layout.tile_rows, p.n - first));
     resource.res.pitch2D.pitchInBytes = layout.pitch_bytes;
     handles.push_back(textures.emplace_back(resource, sampling).get());
@@ -159,12 +205,13 @@ void v5_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   });
   gpu.finish(answers, out, p.m);
   if (layout.tiles > 1)
-    ctx.path = fmt::format("tiled: {} 2D textures of <= {} references (n={} exceeds the 2D linear texture height {})",
-                           layout.tiles, layout.tile_rows, p.n, gpu.device().max_texture2d_linear_height);
+    ctx.path = fmt::format(
+        "tiled: {} 2D textures of <= {} references, {} float4 texels each (n={} exceeds the 2D linear texture height {})",
+        layout.tiles, layout.tile_rows, layout.texels, p.n, gpu.device().max_texture2d_linear_height);
 }
 
 knn::VersionDesc describe() {
-  return knn::gpu::describe_argmin("v5", "GPU fused kernel, AoS references read through 2D textures",
+  return knn::gpu::describe_argmin("v5", "GPU fused kernel, AoS references read through 2D float4 textures",
                                    knn::Family::gpu, knn::GpuNeed::one, v5_query, v5_device_bytes, v5_supports);
 }
 

@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -162,11 +164,73 @@ class PinnedBuffer {
   std::size_t count_ = 0;
 };
 
+// Streams and events are taken from per-device free lists and given back, instead of being created
+// and destroyed in every timed call: the create/destroy pairs are driver calls, and in a multi-GPU
+// call the GPUs' threads queue for the driver on them. Handles are kept for the process's life (the
+// pool is leaked on purpose, so nothing is destroyed after the driver has shut down). The mutex is
+// held for a vector push or pop only.
+class HandlePool {
+ public:
+  static HandlePool& instance() {
+    static HandlePool* pool = new HandlePool;
+    return *pool;
+  }
+  cudaStream_t take_stream() {
+    const int device = current_device();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& free = streams_[device];
+      if (!free.empty()) {
+        const cudaStream_t s = free.back();
+        free.pop_back();
+        return s;
+      }
+    }
+    cudaStream_t s = nullptr;
+    KNN_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    return s;
+  }
+  cudaEvent_t take_event() {
+    const int device = current_device();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& free = events_[device];
+      if (!free.empty()) {
+        const cudaEvent_t e = free.back();
+        free.pop_back();
+        return e;
+      }
+    }
+    cudaEvent_t e = nullptr;
+    KNN_CUDA_TRY(cudaEventCreate(&e));
+    return e;
+  }
+  void give(int device, cudaStream_t s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_[device].push_back(s);
+  }
+  void give(int device, cudaEvent_t e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_[device].push_back(e);
+  }
+  static int current_device() {
+    int device = 0;
+    KNN_CUDA_TRY(cudaGetDevice(&device));
+    return device;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::vector<cudaStream_t>> streams_;
+  std::map<int, std::vector<cudaEvent_t>> events_;
+};
+
+// A non-blocking stream of the current device, from the pool.
 class Stream {
  public:
-  Stream() { KNN_CUDA_TRY(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  Stream() : device_(HandlePool::current_device()), s_(HandlePool::instance().take_stream()) {}
   ~Stream() {
-    if (s_) KNN_CUDA_TRY_NO_THROW(cudaStreamDestroy(s_));
+    if (s_) HandlePool::instance().give(device_, s_);
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -175,22 +239,25 @@ class Stream {
   void synchronize() const { KNN_CUDA_TRY(cudaStreamSynchronize(s_)); }
 
  private:
+  int device_;
   cudaStream_t s_ = nullptr;
 };
 
+// A timing event of the current device, from the pool.
 class Event {
  public:
-  Event() { KNN_CUDA_TRY(cudaEventCreate(&e_)); }
+  Event() : device_(HandlePool::current_device()), e_(HandlePool::instance().take_event()) {}
   ~Event() {
-    if (e_) KNN_CUDA_TRY_NO_THROW(cudaEventDestroy(e_));
+    if (e_) HandlePool::instance().give(device_, e_);
   }
-  Event(Event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
+  Event(Event&& o) noexcept : device_(o.device_), e_(std::exchange(o.e_, nullptr)) {}
   Event& operator=(Event&&) = delete;
   Event(const Event&) = delete;
   cudaEvent_t get() const { return e_; }
   void record(cudaStream_t s) { KNN_CUDA_TRY(cudaEventRecord(e_, s)); }
 
  private:
+  int device_;
   cudaEvent_t e_ = nullptr;
 };
 

@@ -47,10 +47,18 @@ inline VersionDesc describe_argmin(std::string id, std::string title, Family fam
 inline std::size_t float_bytes(std::size_t count) { return count * sizeof(float); }
 inline std::size_t answer_bytes(const Problem& p) { return std::size_t(p.m) * (sizeof(std::int32_t) + sizeof(float)); }
 
-// Per-query answers in device memory: index (within the references searched) and squared distance.
+// Where m per-query answers sit in device memory: index (within the references searched) and
+// squared distance.
+struct AnswersView {
+  const std::int32_t* indices;
+  const float* distances;
+};
+
+// Per-query answers in their own device buffers.
 struct DeviceAnswers {
   cuda::DeviceBuffer<std::int32_t> indices;
   cuda::DeviceBuffer<float> distances;
+  operator AnswersView() const { return {indices.data(), distances.data()}; }
 };
 
 // Everything one host thread needs to drive one device.
@@ -107,11 +115,11 @@ class DeviceFrame {
   }
 
   // Enqueues the copy of m answers to host memory, timed as "d2h".
-  void download(const DeviceAnswers& answers, std::int32_t* indices, float* distances, int m) {
+  void download(AnswersView answers, std::int32_t* indices, float* distances, int m) {
     timed("d2h", [&] {
-      KNN_CUDA_TRY(cudaMemcpyAsync(indices, answers.indices.data(), std::size_t(m) * sizeof(std::int32_t),
+      KNN_CUDA_TRY(cudaMemcpyAsync(indices, answers.indices, std::size_t(m) * sizeof(std::int32_t),
                                    cudaMemcpyDeviceToHost, stream()));
-      KNN_CUDA_TRY(cudaMemcpyAsync(distances, answers.distances.data(), std::size_t(m) * sizeof(float),
+      KNN_CUDA_TRY(cudaMemcpyAsync(distances, answers.distances, std::size_t(m) * sizeof(float),
                                    cudaMemcpyDeviceToHost, stream()));
     });
   }
@@ -153,7 +161,7 @@ class SingleGpu : public DeviceFrame {
     return d;
   }
 
-  void finish(const DeviceAnswers& answers, Neighbors out, int m) {
+  void finish(AnswersView answers, Neighbors out, int m) {
     download(answers, out.indices, out.distances, m);
     synchronize_and_report(ctx_.timing);
   }

@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/common/argmin.cuh"
 #include "kernels/common/transpose.hpp"
@@ -71,46 +74,92 @@ SearchKernel search_kernel(BlockReduce reduce) {
                                          : multiblock_kernel<BlockReduce::tree>;
 }
 
+// The search kernel's SM count and resident blocks per SM on a device. They depend on the device and
+// the kernel only, so they are asked once per process: a multi-GPU call would otherwise spend two
+// driver queries per GPU on every call.
+struct Occupancy {
+  int sms = 0;
+  int per_sm = 0;
+};
+
+Occupancy occupancy(int ordinal, BlockReduce reduce) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, BlockReduce>, Occupancy> known;
+  const auto key = std::make_pair(ordinal, reduce);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
+  Occupancy o;
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&o.sms, cudaDevAttrMultiProcessorCount, ordinal));
+  KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o.per_sm, search_kernel(reduce), kSearchThreads, 0));
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, o);
+  return o;
+}
+
+constexpr std::size_t kSlabAlignment = 256;  // each carved buffer starts on a 256-byte boundary
+constexpr int kSlabParts = 6;
+
+std::size_t aligned(std::size_t bytes) { return (bytes + kSlabAlignment - 1) / kSlabAlignment * kSlabAlignment; }
+
 }  // namespace
 
 std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count) {
   const std::size_t partials = std::size_t(m) + std::size_t(2) * std::size_t(std::max(sm_count, 1));  // m·B < resident + m
   return float_bytes(std::size_t(m) * dim + std::size_t(2) * std::size_t(n) * dim) + partials * sizeof(Candidate) +
-         std::size_t(m) * (sizeof(std::int32_t) + sizeof(float));
+         std::size_t(m) * (sizeof(std::int32_t) + sizeof(float)) + kSlabParts * kSlabAlignment;
 }
 
 MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce)
     : frame_(frame), m_(m), n_(n), dim_(dim), reduce_(reduce) {
   if (m < 1 || n < 1 || dim < 1) throw std::invalid_argument("MultiblockSearch: m, n and dim must be positive");
-  int sms = 0, per_sm = 0;
-  KNN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, frame.ordinal()));
-  KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, search_kernel(reduce), kSearchThreads, 0));
-  if (per_sm < 1) throw std::runtime_error("multiblock search kernel cannot be resident on this device");
-  resident_blocks_ = per_sm * sms;
+  const Occupancy o = occupancy(frame.ordinal(), reduce);
+  if (o.per_sm < 1) throw std::runtime_error("multiblock search kernel cannot be resident on this device");
+  resident_blocks_ = o.per_sm * o.sms;
   const long long useful = cuda::divup(n, kSearchThreads);  // blocks beyond this would scan nothing
   blocks_per_query_ = int(std::clamp<long long>(cuda::divup(resident_blocks_, m), 1, useful));
 
-  queries_ = frame.alloc<float>(std::size_t(m) * std::size_t(dim));
-  references_ = frame.alloc<float>(std::size_t(n) * std::size_t(dim));
-  soa_ = frame.alloc<float>(std::size_t(n) * std::size_t(dim));
-  partials_ = frame.alloc<Candidate>(std::size_t(m) * std::size_t(blocks_per_query_));
-  answers_ = frame.alloc_answers(m);
+  const std::size_t query_bytes = aligned(float_bytes(std::size_t(m) * std::size_t(dim)));
+  const std::size_t reference_bytes = aligned(float_bytes(std::size_t(n) * std::size_t(dim)));
+  const std::size_t partial_bytes = aligned(std::size_t(m) * std::size_t(blocks_per_query_) * sizeof(Candidate));
+  const std::size_t index_bytes = aligned(std::size_t(m) * sizeof(std::int32_t));
+  const std::size_t distance_bytes = aligned(std::size_t(m) * sizeof(float));
+  slab_ = frame.alloc<unsigned char>(query_bytes + 2 * reference_bytes + partial_bytes + index_bytes + distance_bytes);
+  unsigned char* next = slab_.data();
+  const auto carve = [&next](std::size_t bytes) {
+    unsigned char* at = next;
+    next += bytes;
+    return at;
+  };
+  queries_ = reinterpret_cast<float*>(carve(query_bytes));
+  references_ = reinterpret_cast<float*>(carve(reference_bytes));
+  soa_ = reinterpret_cast<float*>(carve(reference_bytes));
+  partials_ = reinterpret_cast<Candidate*>(carve(partial_bytes));
+  indices_ = reinterpret_cast<std::int32_t*>(carve(index_bytes));
+  distances_ = reinterpret_cast<float*>(carve(distance_bytes));
 }
 
 void MultiblockSearch::enqueue(const float* host_queries, const float* host_references) {
-  frame_.copy_to_device(queries_.data(), host_queries, queries_.size());
-  frame_.copy_to_device(references_.data(), host_references, references_.size());
-  transpose_references(frame_, references_.data(), n_, dim_, soa_.data());
+  const std::size_t query_floats = std::size_t(m_) * std::size_t(dim_);
+  const std::size_t reference_floats = std::size_t(n_) * std::size_t(dim_);
+  frame_.timed("h2d", [&] {
+    KNN_CUDA_TRY(cudaMemcpyAsync(queries_, host_queries, float_bytes(query_floats), cudaMemcpyHostToDevice,
+                                 frame_.stream()));
+    KNN_CUDA_TRY(cudaMemcpyAsync(references_, host_references, float_bytes(reference_floats), cudaMemcpyHostToDevice,
+                                 frame_.stream()));
+  });
+  transpose_references(frame_, references_, n_, dim_, soa_);
   const SearchKernel kernel = search_kernel(reduce_);
   // m · B < resident + m blocks, far below the 2^31 - 1 limit of gridDim.x.
   const int search_blocks = m_ * blocks_per_query_;
   const int reduce_blocks = cuda::divup(static_cast<long long>(m_) * kWarp, kReduceThreads);
   frame_.launch("kernel", [&] {
-    kernel<<<search_blocks, kSearchThreads, 0, frame_.stream()>>>(dim_, n_, blocks_per_query_, queries_.data(),
-                                                                  soa_.data(), partials_.data());
+    kernel<<<search_blocks, kSearchThreads, 0, frame_.stream()>>>(dim_, n_, blocks_per_query_, queries_, soa_,
+                                                                  partials_);
     KNN_CUDA_CHECK_LAUNCH();
     reduce_partials_kernel<<<reduce_blocks, kReduceThreads, 0, frame_.stream()>>>(
-        m_, blocks_per_query_, partials_.data(), answers_.indices.data(), answers_.distances.data());
+        m_, blocks_per_query_, partials_, indices_, distances_);
   });
 }
 

@@ -25,10 +25,10 @@ class MultiblockSearch {
   // Plans the grid (occupancy × SM count of the current device) and allocates everything.
   MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce);
 
-  // Enqueues: "h2d" (queries, references), "transpose", "kernel" (both reduction levels).
+  // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (both reduction levels).
   void enqueue(const float* host_queries, const float* host_references);
 
-  const DeviceAnswers& answers() const { return answers_; }
+  AnswersView answers() const { return {indices_, distances_}; }
   int blocks_per_query() const { return blocks_per_query_; }
   int resident_blocks() const { return resident_blocks_; }  // occupancy per SM × SMs
 
@@ -38,9 +38,14 @@ class MultiblockSearch {
   BlockReduce reduce_;
   int resident_blocks_ = 0;
   int blocks_per_query_ = 1;
-  cuda::DeviceBuffer<float> queries_, references_, soa_;
-  cuda::DeviceBuffer<Candidate> partials_;  // m × blocks_per_query, query-major
-  DeviceAnswers answers_;
+  // Every buffer below is carved from one allocation: one pool call and one free per GPU and call.
+  cuda::DeviceBuffer<unsigned char> slab_;
+  float* queries_ = nullptr;
+  float* references_ = nullptr;  // as given (AoS)
+  float* soa_ = nullptr;
+  Candidate* partials_ = nullptr;  // m × blocks_per_query, query-major
+  std::int32_t* indices_ = nullptr;
+  float* distances_ = nullptr;
 };
 
 }  // namespace knn::gpu

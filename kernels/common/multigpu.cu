@@ -3,6 +3,8 @@
 // No lock anywhere: each GPU's thread writes only its own slot (answers, phase times, error), and the
 // merge runs after the parallel region. The harness's TimingSink is not thread-safe, so each thread
 // reports its PhaseTimer into its own sink, copied into ctx.timing (add_device) afterwards.
+// Phase "gpu_thread" is each thread's host wall time for its slice (set-up, enqueue, wait, tear-down);
+// the call's time beyond the slowest thread and "merge" is the parallel region's fork and join.
 // Exceptions cannot leave an OpenMP region: each thread stores its own, and the first (in device
 // order) is rethrown on the calling thread once all threads are done.
 #include "kernels/common/multigpu.hpp"
@@ -83,7 +85,14 @@ void run_multigpu_argmin(const Problem& p, Neighbors out, RunContext& ctx, Block
     const int threads = omp_get_num_threads();
     for (int g = omp_get_thread_num(); g < gpus; g += threads) {
       try {
-        if (slices[g].count > 0) search_slice(p, devices[g].ordinal, slices[g], reduce, results[g]);
+        if (slices[g].count > 0) {
+          const auto start = std::chrono::steady_clock::now();
+          search_slice(p, devices[g].ordinal, slices[g], reduce, results[g]);
+          // Host time of the whole slice, set-up and tear-down included: what the GPU's thread costs
+          // beyond its device phases.
+          results[g].timing.add("gpu_thread", std::chrono::duration<double, std::milli>(
+                                                  std::chrono::steady_clock::now() - start).count());
+        }
       } catch (...) {
         results[g].error = std::current_exception();
       }
