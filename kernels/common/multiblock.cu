@@ -26,6 +26,18 @@ namespace {
 constexpr int kWarp = 32;
 constexpr int kReduceThreads = 256;  // the second-level kernel: 8 queries per block
 
+// The block reduction, kept out of line: inlined, the unrolled variant changed how the compiler
+// scheduled the scan loop before it, and v9 ran case 11 (k=16) 1.8x slower than v8 on an H100 for
+// reasons that had nothing to do with the reduction. Out of line, v8 and v9 share the same scan code
+// and differ only in the reduction, which is what v9 is meant to measure. One call per block.
+template <BlockReduce kReduce>
+__device__ __noinline__ Candidate reduce_block(Candidate c, float* s_distance, std::int32_t* s_index) {
+  if constexpr (kReduce == BlockReduce::unrolled)
+    return block_argmin_unrolled<kSearchThreads>(c, s_distance, s_index);
+  else
+    return block_argmin_tree(c, s_distance, s_index);
+}
+
 // Block blockIdx.x searches part blockIdx.x % B of query blockIdx.x / B: one thread scans references
 // part·1024 + threadIdx.x, then every B·1024-th (coalesced SoA reads), keeping its first minimum; the
 // block then reduces the threads' (distance, index) pairs and thread 0 writes the block's candidate.
@@ -42,10 +54,7 @@ __global__ void __launch_bounds__(kSearchThreads)
   with_block_query(queries + std::size_t(q) * std::size_t(dim), dim, [&](const auto& query) {
     Candidate c = scan_references(no_candidate(), static_cast<long long>(part) * blockDim.x + threadIdx.x, n, stride, 0,
                                   [&](long long j) { return squared_distance(dim, query, refs, j); });
-    if constexpr (kReduce == BlockReduce::unrolled)
-      c = block_argmin_unrolled<kSearchThreads>(c, s_distance, s_index);
-    else
-      c = block_argmin_tree(c, s_distance, s_index);
+    c = reduce_block<kReduce>(c, s_distance, s_index);
     if (threadIdx.x == 0) partials[blockIdx.x] = c;
   });
 }
