@@ -11,6 +11,7 @@
 #   pageable    the default matrix, --host-memory pageable      -> pageable.{json,md}
 #   trees       configs/trees.json                               -> trees.{json,md}
 #   scaling     v8/v9 on cases 0-11 with 1, 2 and all GPUs       -> devices{1,2,N}.{json,md}
+#   secondlevel v7 beside test-only t5 (v7 reducing on the host)   -> v7-second-level.{json,md}
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once)
 set -uo pipefail
@@ -33,8 +34,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|sanitize) steps+=("$1") ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|sanitize) steps+=("$1") ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -93,6 +94,12 @@ for step in "${steps[@]}"; do
           >"$OUT/devices$d.log" 2>&1 || status=1
         sed -n '/^Median wall time/,$p' "$OUT/devices$d.log"
       done
+      ;;
+    secondlevel)
+      log "v7 (GPU second-level reduction) beside t5 (host second-level reduction)"
+      "$BUILD_DIR/tests/knnbench-testbin" --version v7,t5 --json "$OUT/v7-second-level.json" --md "$OUT/v7-second-level.md" \
+        "${extra[@]}" >"$OUT/v7-second-level.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/v7-second-level.log"
       ;;
     sanitize)
       if ! command -v compute-sanitizer >/dev/null 2>&1; then

@@ -120,8 +120,9 @@ std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count) {
          std::size_t(m) * (sizeof(std::int32_t) + sizeof(float)) + kSlabParts * kSlabAlignment;
 }
 
-MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce)
-    : frame_(frame), m_(m), n_(n), dim_(dim), reduce_(reduce) {
+MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce,
+                                   SecondLevel second_level)
+    : frame_(frame), m_(m), n_(n), dim_(dim), reduce_(reduce), second_level_(second_level) {
   if (m < 1 || n < 1 || dim < 1) throw std::invalid_argument("MultiblockSearch: m, n and dim must be positive");
   const Occupancy o = occupancy(frame.ordinal(), reduce);
   if (o.per_sm < 1) throw std::runtime_error("multiblock search kernel cannot be resident on this device");
@@ -166,6 +167,7 @@ void MultiblockSearch::enqueue(const float* host_queries, const float* host_refe
   frame_.launch("kernel", [&] {
     kernel<<<search_blocks, kSearchThreads, 0, frame_.stream()>>>(dim_, n_, blocks_per_query_, queries_, soa_,
                                                                   partials_);
+    if (second_level_ == SecondLevel::host) return;
     KNN_CUDA_CHECK_LAUNCH();
     reduce_partials_kernel<<<reduce_blocks, kReduceThreads, 0, frame_.stream()>>>(
         m_, blocks_per_query_, partials_, indices_, distances_);

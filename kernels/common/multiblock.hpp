@@ -12,6 +12,10 @@ namespace knn::gpu {
 // compile-time unrolled tree with a shuffle-reduced last warp (v9).
 enum class BlockReduce { tree, unrolled };
 
+// Where a query's per-block candidates are reduced to its answer: in a second GPU kernel (v7–v9), or
+// by the caller on the host after downloading partials() (kept to measure the seed's choice against).
+enum class SecondLevel { device, host };
+
 // Upper bound of the device bytes MultiblockSearch allocates on a device with sm_count SMs (an SM
 // holds at most 2048 threads, so at most 2 search blocks of 1024 are resident on it).
 std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count);
@@ -23,12 +27,16 @@ std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count);
 class MultiblockSearch {
  public:
   // Plans the grid (occupancy × SM count of the current device) and allocates everything.
-  MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce);
+  MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce,
+                   SecondLevel second_level = SecondLevel::device);
 
   // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (both reduction levels).
   void enqueue(const float* host_queries, const float* host_references);
 
-  AnswersView answers() const { return {indices_, distances_}; }
+  AnswersView answers() const { return {indices_, distances_}; }  // SecondLevel::device only
+  // The m × blocks_per_query() candidates, query-major, once enqueue()'s work has run.
+  const Candidate* partials() const { return partials_; }
+  std::size_t partial_count() const { return std::size_t(m_) * std::size_t(blocks_per_query_); }
   int blocks_per_query() const { return blocks_per_query_; }
   int resident_blocks() const { return resident_blocks_; }  // occupancy per SM × SMs
 
@@ -36,6 +44,7 @@ class MultiblockSearch {
   DeviceFrame& frame_;
   int m_, n_, dim_;
   BlockReduce reduce_;
+  SecondLevel second_level_;
   int resident_blocks_ = 0;
   int blocks_per_query_ = 1;
   // Every buffer below is carved from one allocation: one pool call and one free per GPU and call.
