@@ -11,7 +11,7 @@
 #   pageable    the default matrix, --host-memory pageable      -> pageable.{json,md}
 #   trees       configs/trees.json                               -> trees.{json,md}
 #   scaling     v8/v9 on cases 0-11 with 1, 2 and all GPUs       -> devices{1,2,N}.{json,md}
-#   secondlevel v7 beside test-only t5 (v7 reducing on the host)   -> v7-second-level.{json,md}
+#   secondlevel v7 beside test-only t5 (v7 reducing on the GPU)    -> v7-second-level.{json,md}
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once)
 set -uo pipefail
@@ -96,7 +96,7 @@ for step in "${steps[@]}"; do
       done
       ;;
     secondlevel)
-      log "v7 (GPU second-level reduction) beside t5 (host second-level reduction)"
+      log "v7 (host second-level reduction) beside t5 (GPU second-level reduction)"
       "$BUILD_DIR/tests/knnbench-testbin" --version v7,t5 --json "$OUT/v7-second-level.json" --md "$OUT/v7-second-level.md" \
         "${extra[@]}" >"$OUT/v7-second-level.log" 2>&1 || status=1
       sed -n '/^Median wall time/,$p' "$OUT/v7-second-level.log"

@@ -4,13 +4,15 @@
 // per SM × the SM count, both read from the device; B is capped at ceil(n / 1024) so no block is
 // launched that would scan nothing. With m ≥ resident, B = 1 (v4's grid).
 //
-// The second-level reduction (B candidates per query) runs on the GPU, in a second kernel with one
-// warp per query. The seed reduced on the CPU instead; on the GPU the candidates never cross PCIe,
-// the kernel costs one launch of a few microseconds, and v7, v8 and v9 all end with the same
-// per-query (index, distance) arrays as v3–v6. To be measured on the H100 against a host reduction.
+// The second-level reduction (B candidates per query) runs on the host, as in the seed, decided by
+// measurement: on an H100, v7 with a one-warp-per-query GPU kernel instead (now the test-only t5)
+// was 0.005–0.02 ms slower on cases 0–6 (one more launch, and two answer arrays to download instead
+// of one candidate array) and equal within noise on cases 7–11, where the m·B candidates are a few
+// KiB and the host loop takes microseconds (results/h100/v7-second-level.json).
 #include "kernels/common/multiblock.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -26,23 +28,44 @@ namespace {
 constexpr int kWarp = 32;
 constexpr int kReduceThreads = 256;  // the second-level kernel: 8 queries per block
 
-// The block reduction, kept out of line: inlined, the unrolled variant changed how the compiler
-// scheduled the scan loop before it, and v9 ran case 11 (k=16) 1.8x slower than v8 on an H100 for
-// reasons that had nothing to do with the reduction. Out of line, v8 and v9 share the same scan code
-// and differ only in the reduction, which is what v9 is meant to measure. One call per block.
-template <BlockReduce kReduce>
-__device__ __noinline__ Candidate reduce_block(Candidate c, float* s_distance, std::int32_t* s_index) {
-  if constexpr (kReduce == BlockReduce::unrolled)
-    return block_argmin_unrolled<kSearchThreads>(c, s_distance, s_index);
-  else
-    return block_argmin_tree(c, s_distance, s_index);
+// One thread's scan, two references per step: positions j and j + stride share each query load and
+// their loads are independent, so twice as many are in flight as with one reference per step. Each
+// sum runs over the dimensions in order (v0's arithmetic), and j is compared before j + stride with a
+// strict `<`, so the thread still keeps the first of equal distances.
+template <class Query>
+__device__ __forceinline__ Candidate scan_pairs(int dim, const Query& query, const SoaReferences& refs, long long j,
+                                                long long n, long long stride) {
+  Candidate best = no_candidate();
+  for (; j + stride < n; j += 2 * stride) {
+    float sum0 = 0.f, sum1 = 0.f;
+    for (int t = 0; t < dim; ++t) {
+      const float q = query(t);
+      const float diff0 = q - refs(j, t);
+      const float diff1 = q - refs(j + stride, t);
+      sum0 += diff0 * diff0;
+      sum1 += diff1 * diff1;
+    }
+    if (sum0 < best.distance) best = {sum0, static_cast<std::int32_t>(j)};
+    if (sum1 < best.distance) best = {sum1, static_cast<std::int32_t>(j + stride)};
+  }
+  if (j < n) {
+    const float d = squared_distance(dim, query, refs, j);
+    if (d < best.distance) best = {d, static_cast<std::int32_t>(j)};
+  }
+  return best;
 }
 
 // Block blockIdx.x searches part blockIdx.x % B of query blockIdx.x / B: one thread scans references
-// part·1024 + threadIdx.x, then every B·1024-th (coalesced SoA reads), keeping its first minimum; the
+// part·1024 + threadIdx.x, then every B·1024-th (coalesced SoA reads, two per step), keeping its first minimum; the
 // block then reduces the threads' (distance, index) pairs and thread 0 writes the block's candidate.
+//
+// Code generation, measured on an H100 (median ms of v7 / v9 on cases 10 and 11): one reference per
+// step with the compiler's default register budget (32) gave 2.95 / 2.86 and 7.14 / 12.25 (v9's
+// inlined unrolled reduction changed the scan's schedule); two references per step with
+// __launch_bounds__(1024, 1), which lets the compiler use up to 64 registers (one block of 1024 per
+// SM), gave 2.42 / 2.41 and 6.91 / 6.59; forcing two blocks per SM made the pair loop spill.
 template <BlockReduce kReduce>
-__global__ void __launch_bounds__(kSearchThreads)
+__global__ void __launch_bounds__(kSearchThreads, 1)
     multiblock_kernel(int dim, int n, int blocks_per_query, const float* __restrict__ queries,
                       const float* __restrict__ soa, Candidate* __restrict__ partials) {
   __shared__ float s_distance[kSearchThreads];
@@ -52,9 +75,11 @@ __global__ void __launch_bounds__(kSearchThreads)
   const SoaReferences refs{soa, n};
   const long long stride = static_cast<long long>(blocks_per_query) * blockDim.x;
   with_block_query(queries + std::size_t(q) * std::size_t(dim), dim, [&](const auto& query) {
-    Candidate c = scan_references(no_candidate(), static_cast<long long>(part) * blockDim.x + threadIdx.x, n, stride, 0,
-                                  [&](long long j) { return squared_distance(dim, query, refs, j); });
-    c = reduce_block<kReduce>(c, s_distance, s_index);
+    Candidate c = scan_pairs(dim, query, refs, static_cast<long long>(part) * blockDim.x + threadIdx.x, n, stride);
+    if constexpr (kReduce == BlockReduce::unrolled)
+      c = block_argmin_unrolled<kSearchThreads>(c, s_distance, s_index);
+    else
+      c = block_argmin_tree(c, s_distance, s_index);
     if (threadIdx.x == 0) partials[blockIdx.x] = c;
   });
 }
@@ -172,6 +197,30 @@ void MultiblockSearch::enqueue(const float* host_queries, const float* host_refe
     reduce_partials_kernel<<<reduce_blocks, kReduceThreads, 0, frame_.stream()>>>(
         m_, blocks_per_query_, partials_, indices_, distances_);
   });
+}
+
+void MultiblockSearch::download_partials(std::vector<Candidate>& host) const {
+  host.resize(std::size_t(m_) * std::size_t(blocks_per_query_));
+  frame_.timed("d2h", [&] {
+    KNN_CUDA_TRY(cudaMemcpyAsync(host.data(), partials_, host.size() * sizeof(Candidate), cudaMemcpyDeviceToHost,
+                                 frame_.stream()));
+  });
+}
+
+double MultiblockSearch::reduce_on_host(const std::vector<Candidate>& host, std::int32_t* indices,
+                                        float* distances) const {
+  const auto start = std::chrono::steady_clock::now();
+  const std::size_t per_query = std::size_t(blocks_per_query_);
+  for (int q = 0; q < m_; ++q) {
+    const Candidate* mine = host.data() + std::size_t(q) * per_query;
+    Candidate best = mine[0];
+    for (std::size_t b = 1; b < per_query; ++b)  // v0's order: distance, then index
+      if (mine[b].distance < best.distance || (mine[b].distance == best.distance && mine[b].index < best.index))
+        best = mine[b];
+    indices[q] = best.index == kNoIndex ? 0 : best.index;
+    distances[q] = best.distance;
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace knn::gpu

@@ -2,6 +2,7 @@
 // v7's path, shared with v8 and v9: several blocks per query so every SM has work even when m = 1.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/common/candidate.hpp"
 #include "kernels/common/gpu_frame.hpp"
@@ -12,9 +13,10 @@ namespace knn::gpu {
 // compile-time unrolled tree with a shuffle-reduced last warp (v9).
 enum class BlockReduce { tree, unrolled };
 
-// Where a query's per-block candidates are reduced to its answer: in a second GPU kernel (v7–v9), or
-// by the caller on the host after downloading partials() (kept to measure the seed's choice against).
-enum class SecondLevel { device, host };
+// Where a query's per-block candidates are reduced to its answer: on the host after downloading them
+// (v7–v9, the seed's choice, which measured faster), or in a second GPU kernel with one warp per query
+// (kept in the test-only version t5 so the comparison can be repeated).
+enum class SecondLevel { host, device };
 
 // Upper bound of the device bytes MultiblockSearch allocates on a device with sm_count SMs (an SM
 // holds at most 2048 threads, so at most 2 search blocks of 1024 are resident on it).
@@ -28,15 +30,18 @@ class MultiblockSearch {
  public:
   // Plans the grid (occupancy × SM count of the current device) and allocates everything.
   MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce,
-                   SecondLevel second_level = SecondLevel::device);
+                   SecondLevel second_level);
 
   // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (both reduction levels).
   void enqueue(const float* host_queries, const float* host_references);
 
   AnswersView answers() const { return {indices_, distances_}; }  // SecondLevel::device only
-  // The m × blocks_per_query() candidates, query-major, once enqueue()'s work has run.
-  const Candidate* partials() const { return partials_; }
-  std::size_t partial_count() const { return std::size_t(m_) * std::size_t(blocks_per_query_); }
+
+  // SecondLevel::host: enqueues the download ("d2h") of the m × blocks_per_query() candidates,
+  // query-major, into `host`. Once the frame's stream is synchronised, reduce_on_host() turns them
+  // into the m answers and returns the host milliseconds it took (phase "host_reduce").
+  void download_partials(std::vector<Candidate>& host) const;
+  double reduce_on_host(const std::vector<Candidate>& host, std::int32_t* indices, float* distances) const;
   int blocks_per_query() const { return blocks_per_query_; }
   int resident_blocks() const { return resident_blocks_; }  // occupancy per SM × SMs
 

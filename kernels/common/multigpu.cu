@@ -51,15 +51,17 @@ std::vector<Slice> split_evenly(int n, int parts) {
   return slices;
 }
 
-// v7's path on one GPU for one slice; runs on that GPU's host thread.
+// v7's path on one GPU for one slice (its second level reduced by this thread); runs on that GPU's host thread.
 void search_slice(const Problem& p, int ordinal, const Slice& slice, BlockReduce reduce, GpuResult& result) {
   DeviceFrame frame(ordinal);
-  MultiblockSearch search(frame, p.m, slice.count, p.dim, reduce);
+  MultiblockSearch search(frame, p.m, slice.count, p.dim, reduce, SecondLevel::host);
   search.enqueue(p.queries, p.references + std::size_t(slice.begin) * std::size_t(p.dim));
+  std::vector<Candidate> partials;
+  search.download_partials(partials);
+  frame.synchronize_and_report(result.timing);
   result.indices.resize(std::size_t(p.m));
   result.distances.resize(std::size_t(p.m));
-  frame.download(search.answers(), result.indices.data(), result.distances.data(), p.m);
-  frame.synchronize_and_report(result.timing);
+  result.timing.add("host_reduce", search.reduce_on_host(partials, result.indices.data(), result.distances.data()));
   result.blocks_per_query = search.blocks_per_query();
 }
 
