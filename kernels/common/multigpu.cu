@@ -1,7 +1,7 @@
 // v8/v9's multi-GPU driver (kernels/common/multigpu.hpp).
 //
-// No lock anywhere: each GPU's thread writes only its own slot (answers, phase times, error), and the
-// merge runs after the parallel region. The harness's TimingSink is not thread-safe, so each thread
+// No lock guards the results: each GPU's thread writes only its own slot (answers, phase times,
+// error); after a barrier the threads merge disjoint ranges of queries. The harness's TimingSink is not thread-safe, so each thread
 // reports its PhaseTimer into its own sink, copied into ctx.timing (add_device) afterwards.
 // Phase "gpu_thread" is each thread's host wall time for its slice (set-up, enqueue, wait, tear-down);
 // the call's time beyond the slowest thread and "merge" is the parallel region's fork and join.
@@ -81,11 +81,33 @@ void run_multigpu_argmin(const Problem& p, Neighbors out, RunContext& ctx, Block
   const std::vector<Slice> slices = split_evenly(p.n, gpus);
   std::vector<GpuResult> results(gpus);
 
+  // Slices ascend in index, so a strict `<` in slice order keeps the smallest global index among
+  // equal distances. A slice whose distances were all infinite answers (0, inf) and is never taken.
+  const auto merge_queries = [&](int first, int last) {
+    for (int q = first; q < last; ++q) {
+      float best = std::numeric_limits<float>::infinity();
+      std::int32_t best_index = 0;
+      for (int g = 0; g < gpus; ++g) {
+        if (slices[g].count == 0) continue;
+        const float d = results[g].distances[q];
+        if (d < best) {
+          best = d;
+          best_index = slices[g].begin + results[g].indices[q];
+        }
+      }
+      out.indices[q] = best_index;
+      out.distances[q] = best;
+    }
+  };
+  bool failed = false;
+  std::vector<double> merge_ms(gpus, 0.0);
+
 #pragma omp parallel num_threads(gpus)
   {
     // OpenMP may grant fewer threads than asked (nesting, thread limits): then threads take turns.
     const int threads = omp_get_num_threads();
-    for (int g = omp_get_thread_num(); g < gpus; g += threads) {
+    const int me = omp_get_thread_num();
+    for (int g = me; g < gpus; g += threads) {
       try {
         if (slices[g].count > 0) {
           const auto start = std::chrono::steady_clock::now();
@@ -99,29 +121,23 @@ void run_multigpu_argmin(const Problem& p, Neighbors out, RunContext& ctx, Block
         results[g].error = std::current_exception();
       }
     }
+    // Every GPU's answers are in: the threads merge disjoint ranges of queries (no lock; the barrier
+    // publishes the other threads' results).
+#pragma omp barrier
+#pragma omp single
+    for (const GpuResult& r : results) failed = failed || bool(r.error);
+    // (the implicit barrier after `single` publishes `failed`)
+    if (!failed) {
+      const auto start = std::chrono::steady_clock::now();
+      const long long first = static_cast<long long>(p.m) * me / threads;
+      const long long last = static_cast<long long>(p.m) * (me + 1) / threads;
+      merge_queries(int(first), int(last));
+      merge_ms[me] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
   }
   for (const GpuResult& r : results)
     if (r.error) std::rethrow_exception(r.error);
-
-  // Slices ascend in index, so a strict `<` in slice order keeps the smallest global index among
-  // equal distances. A slice whose distances were all infinite answers (0, inf) and is never taken.
-  const auto merge_start = std::chrono::steady_clock::now();
-  for (int q = 0; q < p.m; ++q) {
-    float best = std::numeric_limits<float>::infinity();
-    std::int32_t best_index = 0;
-    for (int g = 0; g < gpus; ++g) {
-      if (slices[g].count == 0) continue;
-      const float d = results[g].distances[q];
-      if (d < best) {
-        best = d;
-        best_index = slices[g].begin + results[g].indices[q];
-      }
-    }
-    out.indices[q] = best_index;
-    out.distances[q] = best;
-  }
-  const double merge_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - merge_start).count();
+  const double merge_time = *std::max_element(merge_ms.begin(), merge_ms.end());  // the slowest thread's share
 
   std::map<std::string, double> slowest;
   ctx.devices_used.clear();
@@ -136,7 +152,7 @@ void run_multigpu_argmin(const Problem& p, Neighbors out, RunContext& ctx, Block
     }
   }
   for (const auto& [phase, ms] : slowest) ctx.timing.add(phase, ms);
-  ctx.timing.add("merge", merge_ms);
+  ctx.timing.add("merge", merge_time);
 
   if (gpus == 1)
     ctx.path = fmt::format("1 GPU: the only selected device takes all n references, {} blocks per query",
