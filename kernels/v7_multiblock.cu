@@ -8,8 +8,6 @@
 // kernels/common/multiblock.cu. ctx.path records the blocks per query chosen.
 #include <fmt/format.h>
 
-#include <vector>
-
 #include "kernels/common/gpu_frame.hpp"
 #include "kernels/common/multiblock.hpp"
 
@@ -20,10 +18,9 @@ void v7_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   knn::gpu::MultiblockSearch search(gpu, p.m, p.n, p.dim, knn::gpu::BlockReduce::tree,
                                     knn::gpu::SecondLevel::host);
   search.enqueue(p.queries, p.references);
-  std::vector<knn::gpu::Candidate> partials;
-  search.download_partials(partials);
+  search.download_partials();
   gpu.synchronize_and_report(ctx.timing);
-  ctx.timing.add("host_reduce", search.reduce_on_host(partials, out.indices, out.distances));
+  ctx.timing.add("host_reduce", search.reduce_on_host(out.indices, out.distances));
   ctx.path = fmt::format("{} blocks per query ({} resident blocks on the device)", search.blocks_per_query(),
                          search.resident_blocks());
 }

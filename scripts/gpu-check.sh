@@ -13,7 +13,8 @@
 #   scaling     v8/v9 on cases 0-11 with 1, 2 and all GPUs       -> devices{1,2,N}.{json,md}
 #   secondlevel v7 beside test-only t5 (v7 reducing on the GPU)    -> v7-second-level.{json,md}
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
-#               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once)
+#               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
+#               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
 cd "$(dirname "$0")/.."
@@ -105,14 +106,15 @@ for step in "${steps[@]}"; do
       if ! command -v compute-sanitizer >/dev/null 2>&1; then
         log "compute-sanitizer not found: sanitize step NOT run"; status=1; continue
       fi
-      gpu_versions=$("$bin" --list | awk '/^  v[0-9]+ / && $3 != "no" {print $1}' | paste -sd, -)
+      gpu_versions=${SANITIZE_VERSIONS:-$("$bin" --list | awk '/^  v[0-9]+ / && $3 != "no" {print $1}' | paste -sd, -)}
+      tools=${SANITIZE_TOOLS:-memcheck racecheck}
       one=(--warmup 0 --min-samples 1 --min-time 0 --max-samples 1)
       limit=${SANITIZE_TIMEOUT:-420}
       jobs_max=${SANITIZE_JOBS:-6}
       mkdir -p "$OUT/sanitize"
       # One process per (tool, version), several at a time: racecheck on case 7 takes seconds to
       # minutes per version, so a single process over all of them outlives any sensible limit.
-      for tool in memcheck racecheck; do
+      for tool in $tools; do
         log "$tool on $gpu_versions, cases 0-7 (one process per version, $jobs_max at a time, ${limit}s each)"
         for v in ${gpu_versions//,/ }; do
           ( timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" --version "$v" --case 0-7 "${one[@]}" \
@@ -131,7 +133,7 @@ for step in "${steps[@]}"; do
         done
       done
       # The GPU test suite's awkward sizes (cases 0-7 are covered above), every GPU version each.
-      for tool in memcheck racecheck; do
+      for tool in $tools; do
         log "$tool on the GPU test suite's awkward sizes"
         timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD_DIR/tests/knn_tests" \
           --gtest_filter='Gpu/*:-Gpu/GpuVersions.ValidateAgainstV0/case*' >"$OUT/sanitize/$tool-awkward.log" 2>&1 || status=1

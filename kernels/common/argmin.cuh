@@ -17,8 +17,9 @@ namespace knn::gpu {
 
 __device__ __forceinline__ Candidate no_candidate() { return {INFINITY, kNoIndex}; }
 
-// True when a comes before b: smaller distance, or equal distance and smaller index.
-__device__ __forceinline__ bool precedes(const Candidate& a, const Candidate& b) {
+// True when a comes before b: smaller distance, or equal distance and smaller index (v0's order;
+// also the host's second-level reduction in multiblock.cu).
+__host__ __device__ __forceinline__ bool precedes(const Candidate& a, const Candidate& b) {
   return a.distance < b.distance || (a.distance == b.distance && a.index < b.index);
 }
 

@@ -142,6 +142,42 @@ class DeviceBuffer {
   int device_ = 0;
 };
 
+// Owns `count` elements of device memory allocated and freed in the order of one stream
+// (cudaMallocAsync / cudaFreeAsync on it): neither needs the host to wait for the device, unlike
+// DeviceBuffer, which synchronises so any stream may use it. Use it from that stream only (or after
+// synchronising it), and free it before the stream goes back to its pool.
+template <typename T>
+class StreamBuffer {
+ public:
+  StreamBuffer() = default;
+  StreamBuffer(std::size_t count, cudaStream_t stream) : count_(count), stream_(stream) {
+    if (count_ > 0) KNN_CUDA_TRY(cudaMallocAsync(reinterpret_cast<void**>(&ptr_), count_ * sizeof(T), stream_));
+  }
+  ~StreamBuffer() {
+    if (ptr_) KNN_CUDA_TRY_NO_THROW(cudaFreeAsync(ptr_, stream_));
+  }
+  StreamBuffer(StreamBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)), stream_(o.stream_) {}
+  StreamBuffer& operator=(StreamBuffer&& o) noexcept {
+    if (this != &o) {
+      if (ptr_) KNN_CUDA_TRY_NO_THROW(cudaFreeAsync(ptr_, stream_));
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      count_ = std::exchange(o.count_, 0);
+      stream_ = o.stream_;
+    }
+    return *this;
+  }
+  StreamBuffer(const StreamBuffer&) = delete;
+  StreamBuffer& operator=(const StreamBuffer&) = delete;
+  T* data() const { return ptr_; }
+  std::size_t size() const { return count_; }
+
+ private:
+  T* ptr_ = nullptr;
+  std::size_t count_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
 // Page-locked host memory (cudaMallocHost).
 template <typename T>
 class PinnedBuffer {
@@ -167,8 +203,8 @@ class PinnedBuffer {
 // Streams and events are taken from per-device free lists and given back, instead of being created
 // and destroyed in every timed call: the create/destroy pairs are driver calls, and in a multi-GPU
 // call the GPUs' threads queue for the driver on them. Handles are kept for the process's life (the
-// pool is leaked on purpose, so nothing is destroyed after the driver has shut down). The mutex is
-// held for a vector push or pop only.
+// pool is leaked on purpose, so nothing is destroyed after the driver has shut down). Small pinned
+// host blocks for downloads are pooled the same way. The mutex is held for a vector push or pop only.
 class HandlePool {
  public:
   static HandlePool& instance() {
@@ -213,6 +249,28 @@ class HandlePool {
     std::lock_guard<std::mutex> lock(mutex_);
     events_[device].push_back(e);
   }
+  // Page-locked host memory of at least `bytes` (cudaMallocHost is milliseconds; a pooled block is
+  // a vector pop). Returns the block and its size; give it back with give_pinned().
+  std::pair<void*, std::size_t> take_pinned(std::size_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (auto it = pinned_.begin(); it != pinned_.end(); ++it)
+        if (it->second >= bytes) {
+          const auto block = *it;
+          pinned_.erase(it);
+          return block;
+        }
+    }
+    constexpr std::size_t kSmallest = std::size_t(64) << 10;
+    const std::size_t size = bytes < kSmallest ? kSmallest : bytes;
+    void* p = nullptr;
+    KNN_CUDA_TRY(cudaMallocHost(&p, size));
+    return {p, size};
+  }
+  void give_pinned(std::pair<void*, std::size_t> block) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pinned_.push_back(block);
+  }
   static int current_device() {
     int device = 0;
     KNN_CUDA_TRY(cudaGetDevice(&device));
@@ -223,6 +281,39 @@ class HandlePool {
   std::mutex mutex_;
   std::map<int, std::vector<cudaStream_t>> streams_;
   std::map<int, std::vector<cudaEvent_t>> events_;
+  std::vector<std::pair<void*, std::size_t>> pinned_;
+};
+
+// `count` elements of page-locked host memory from the pool: a download target that needs no
+// staging copy by the driver and no cudaMallocHost in a timed call.
+template <typename T>
+class PinnedStaging {
+ public:
+  PinnedStaging() = default;
+  explicit PinnedStaging(std::size_t count) : count_(count) {
+    if (count_ > 0) block_ = HandlePool::instance().take_pinned(count_ * sizeof(T));
+  }
+  ~PinnedStaging() {
+    if (block_.first) HandlePool::instance().give_pinned(block_);
+  }
+  PinnedStaging(PinnedStaging&& o) noexcept
+      : block_(std::exchange(o.block_, {nullptr, 0})), count_(std::exchange(o.count_, 0)) {}
+  PinnedStaging& operator=(PinnedStaging&& o) noexcept {
+    if (this != &o) {
+      if (block_.first) HandlePool::instance().give_pinned(block_);
+      block_ = std::exchange(o.block_, {nullptr, 0});
+      count_ = std::exchange(o.count_, 0);
+    }
+    return *this;
+  }
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  T* data() const { return static_cast<T*>(block_.first); }
+  std::size_t size() const { return count_; }
+
+ private:
+  std::pair<void*, std::size_t> block_{nullptr, 0};
+  std::size_t count_ = 0;
 };
 
 // A non-blocking stream of the current device, from the pool.

@@ -81,6 +81,25 @@ class DeviceFrame {
     return buffer;
   }
   DeviceAnswers alloc_answers(int m) { return {alloc<std::int32_t>(m), alloc<float>(m)}; }
+  // Stream-ordered device memory for this frame's stream only: no host synchronisation at allocation
+  // or free (cuda::StreamBuffer). Host time adds to phase "alloc". Declare it after the frame.
+  template <typename T>
+  cuda::StreamBuffer<T> alloc_on_stream(std::size_t count) {
+    const auto start = std::chrono::steady_clock::now();
+    cuda::StreamBuffer<T> buffer(count, stream());
+    alloc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return buffer;
+  }
+
+  // A pooled page-locked host block of `count` elements (cuda::PinnedStaging), for downloads; host
+  // time adds to phase "alloc" (a cudaMallocHost the first time a block of that size is needed).
+  template <typename T>
+  cuda::PinnedStaging<T> staging(std::size_t count) {
+    const auto start = std::chrono::steady_clock::now();
+    cuda::PinnedStaging<T> block(count);
+    alloc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return block;
+  }
 
   // Enqueues work timed as one phase with the stream's events.
   template <typename Enqueue>

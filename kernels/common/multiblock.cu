@@ -160,7 +160,10 @@ MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, Bl
   const std::size_t partial_bytes = aligned(std::size_t(m) * std::size_t(blocks_per_query_) * sizeof(Candidate));
   const std::size_t index_bytes = aligned(std::size_t(m) * sizeof(std::int32_t));
   const std::size_t distance_bytes = aligned(std::size_t(m) * sizeof(float));
-  slab_ = frame.alloc<unsigned char>(query_bytes + 2 * reference_bytes + partial_bytes + index_bytes + distance_bytes);
+  slab_ = frame.alloc_on_stream<unsigned char>(query_bytes + 2 * reference_bytes + partial_bytes + index_bytes +
+                                               distance_bytes);
+  if (second_level_ == SecondLevel::host)
+    staging_ = frame.staging<Candidate>(std::size_t(m) * std::size_t(blocks_per_query_));
   unsigned char* next = slab_.data();
   const auto carve = [&next](std::size_t bytes) {
     unsigned char* at = next;
@@ -173,6 +176,10 @@ MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, Bl
   partials_ = reinterpret_cast<Candidate*>(carve(partial_bytes));
   indices_ = reinterpret_cast<std::int32_t*>(carve(index_bytes));
   distances_ = reinterpret_cast<float*>(carve(distance_bytes));
+}
+
+MultiblockSearch::~MultiblockSearch() {
+  if (staging_.data()) KNN_CUDA_TRY_NO_THROW(cudaStreamSynchronize(frame_.stream()));
 }
 
 void MultiblockSearch::enqueue(const float* host_queries, const float* host_references) {
@@ -199,24 +206,22 @@ void MultiblockSearch::enqueue(const float* host_queries, const float* host_refe
   });
 }
 
-void MultiblockSearch::download_partials(std::vector<Candidate>& host) const {
-  host.resize(std::size_t(m_) * std::size_t(blocks_per_query_));
+void MultiblockSearch::download_partials() {
+  if (second_level_ != SecondLevel::host) throw std::logic_error("download_partials: the second level runs on the device");
   frame_.timed("d2h", [&] {
-    KNN_CUDA_TRY(cudaMemcpyAsync(host.data(), partials_, host.size() * sizeof(Candidate), cudaMemcpyDeviceToHost,
-                                 frame_.stream()));
+    KNN_CUDA_TRY(cudaMemcpyAsync(staging_.data(), partials_, staging_.size() * sizeof(Candidate),
+                                 cudaMemcpyDeviceToHost, frame_.stream()));
   });
 }
 
-double MultiblockSearch::reduce_on_host(const std::vector<Candidate>& host, std::int32_t* indices,
-                                        float* distances) const {
+double MultiblockSearch::reduce_on_host(std::int32_t* indices, float* distances) const {
   const auto start = std::chrono::steady_clock::now();
   const std::size_t per_query = std::size_t(blocks_per_query_);
   for (int q = 0; q < m_; ++q) {
-    const Candidate* mine = host.data() + std::size_t(q) * per_query;
+    const Candidate* mine = staging_.data() + std::size_t(q) * per_query;
     Candidate best = mine[0];
-    for (std::size_t b = 1; b < per_query; ++b)  // v0's order: distance, then index
-      if (mine[b].distance < best.distance || (mine[b].distance == best.distance && mine[b].index < best.index))
-        best = mine[b];
+    for (std::size_t b = 1; b < per_query; ++b)
+      if (precedes(mine[b], best)) best = mine[b];
     indices[q] = best.index == kNoIndex ? 0 : best.index;
     distances[q] = best.distance;
   }

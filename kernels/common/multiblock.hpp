@@ -2,7 +2,6 @@
 // v7's path, shared with v8 and v9: several blocks per query so every SM has work even when m = 1.
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/common/candidate.hpp"
 #include "kernels/common/gpu_frame.hpp"
@@ -31,6 +30,11 @@ class MultiblockSearch {
   // Plans the grid (occupancy × SM count of the current device) and allocates everything.
   MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce,
                    SecondLevel second_level);
+  // Waits for the frame's stream when a download may still be writing the pinned block, so the block
+  // goes back to its pool only once nothing writes it (after an exception between enqueue and wait).
+  ~MultiblockSearch();
+  MultiblockSearch(const MultiblockSearch&) = delete;
+  MultiblockSearch& operator=(const MultiblockSearch&) = delete;
 
   // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (both reduction levels).
   void enqueue(const float* host_queries, const float* host_references);
@@ -38,10 +42,11 @@ class MultiblockSearch {
   AnswersView answers() const { return {indices_, distances_}; }  // SecondLevel::device only
 
   // SecondLevel::host: enqueues the download ("d2h") of the m × blocks_per_query() candidates,
-  // query-major, into `host`. Once the frame's stream is synchronised, reduce_on_host() turns them
-  // into the m answers and returns the host milliseconds it took (phase "host_reduce").
-  void download_partials(std::vector<Candidate>& host) const;
-  double reduce_on_host(const std::vector<Candidate>& host, std::int32_t* indices, float* distances) const;
+  // query-major, into a pooled page-locked host block. Once the frame's stream is synchronised,
+  // reduce_on_host() turns them into the m answers and returns the host milliseconds it took
+  // (phase "host_reduce").
+  void download_partials();
+  double reduce_on_host(std::int32_t* indices, float* distances) const;
   int blocks_per_query() const { return blocks_per_query_; }
   int resident_blocks() const { return resident_blocks_; }  // occupancy per SM × SMs
 
@@ -52,8 +57,10 @@ class MultiblockSearch {
   SecondLevel second_level_;
   int resident_blocks_ = 0;
   int blocks_per_query_ = 1;
-  // Every buffer below is carved from one allocation: one pool call and one free per GPU and call.
-  cuda::DeviceBuffer<unsigned char> slab_;
+  // Every buffer below is carved from one stream-ordered allocation: one pool call and one free per
+  // GPU and call, and neither waits for the device.
+  cuda::StreamBuffer<unsigned char> slab_;
+  cuda::PinnedStaging<Candidate> staging_;  // the downloaded candidates (SecondLevel::host)
   float* queries_ = nullptr;
   float* references_ = nullptr;  // as given (AoS)
   float* soa_ = nullptr;
