@@ -18,9 +18,7 @@ void v7_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   knn::gpu::MultiblockSearch search(gpu, p.m, p.n, p.dim, knn::gpu::BlockReduce::tree,
                                     knn::gpu::SecondLevel::host);
   search.enqueue(p.queries, p.references);
-  search.download_partials();
-  gpu.synchronize_and_report(ctx.timing);
-  ctx.timing.add("host_reduce", search.reduce_on_host(out.indices, out.distances));
+  search.finish_on_host(ctx.timing, out.indices, out.distances);
   ctx.path = fmt::format("{} blocks per query ({} resident blocks on the device)", search.blocks_per_query(),
                          search.resident_blocks());
 }

@@ -206,15 +206,13 @@ void MultiblockSearch::enqueue(const float* host_queries, const float* host_refe
   });
 }
 
-void MultiblockSearch::download_partials() {
-  if (second_level_ != SecondLevel::host) throw std::logic_error("download_partials: the second level runs on the device");
+void MultiblockSearch::finish_on_host(TimingSink& sink, std::int32_t* indices, float* distances) {
+  if (second_level_ != SecondLevel::host) throw std::logic_error("finish_on_host: the second level runs on the device");
   frame_.timed("d2h", [&] {
     KNN_CUDA_TRY(cudaMemcpyAsync(staging_.data(), partials_, staging_.size() * sizeof(Candidate),
                                  cudaMemcpyDeviceToHost, frame_.stream()));
   });
-}
-
-double MultiblockSearch::reduce_on_host(std::int32_t* indices, float* distances) const {
+  frame_.synchronize_and_report(sink);
   const auto start = std::chrono::steady_clock::now();
   const std::size_t per_query = std::size_t(blocks_per_query_);
   for (int q = 0; q < m_; ++q) {
@@ -225,7 +223,7 @@ double MultiblockSearch::reduce_on_host(std::int32_t* indices, float* distances)
     indices[q] = best.index == kNoIndex ? 0 : best.index;
     distances[q] = best.distance;
   }
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  sink.add("host_reduce", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace knn::gpu

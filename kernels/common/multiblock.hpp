@@ -41,12 +41,11 @@ class MultiblockSearch {
 
   AnswersView answers() const { return {indices_, distances_}; }  // SecondLevel::device only
 
-  // SecondLevel::host: enqueues the download ("d2h") of the m × blocks_per_query() candidates,
-  // query-major, into a pooled page-locked host block. Once the frame's stream is synchronised,
-  // reduce_on_host() turns them into the m answers and returns the host milliseconds it took
-  // (phase "host_reduce").
-  void download_partials();
-  double reduce_on_host(std::int32_t* indices, float* distances) const;
+  // SecondLevel::host, after enqueue(): downloads ("d2h") the m × blocks_per_query() candidates,
+  // query-major, into a pooled page-locked host block, waits for the frame's stream, reports the
+  // frame's phases to `sink`, then reduces each query's candidates on the host into `indices` and
+  // `distances` (phase "host_reduce").
+  void finish_on_host(TimingSink& sink, std::int32_t* indices, float* distances);
   int blocks_per_query() const { return blocks_per_query_; }
   int resident_blocks() const { return resident_blocks_; }  // occupancy per SM × SMs
 

@@ -56,11 +56,9 @@ void search_slice(const Problem& p, int ordinal, const Slice& slice, BlockReduce
   DeviceFrame frame(ordinal);
   MultiblockSearch search(frame, p.m, slice.count, p.dim, reduce, SecondLevel::host);
   search.enqueue(p.queries, p.references + std::size_t(slice.begin) * std::size_t(p.dim));
-  search.download_partials();
   result.indices.resize(std::size_t(p.m));  // while the GPU works
   result.distances.resize(std::size_t(p.m));
-  frame.synchronize_and_report(result.timing);
-  result.timing.add("host_reduce", search.reduce_on_host(result.indices.data(), result.distances.data()));
+  search.finish_on_host(result.timing, result.indices.data(), result.distances.data());
   result.blocks_per_query = search.blocks_per_query();
 }
 
