@@ -6,9 +6,10 @@
 //
 // The second-level reduction (B candidates per query) runs on the host, as in the seed, decided by
 // measurement: on an H100, v7 with a one-warp-per-query GPU kernel instead (now the test-only t5)
-// was 0.005–0.02 ms slower on cases 0–6 (one more launch, and two answer arrays to download instead
-// of one candidate array) and equal within noise on cases 7–11, where the m·B candidates are a few
-// KiB and the host loop takes microseconds (results/h100/v7-second-level.json).
+// was 0.008–0.018 ms slower on cases 0–7 (one more launch, and two answer arrays to download instead
+// of one candidate array) and equal within noise on cases 8–11, where the m·B candidates are a few
+// KiB and the host loop takes microseconds (results/h100/v7-second-level.json; the candidates land
+// in pooled pinned memory, so their download is one DMA).
 #include "kernels/common/multiblock.hpp"
 
 #include <algorithm>
