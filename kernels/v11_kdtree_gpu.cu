@@ -23,6 +23,7 @@
 #include "kernels/common/tree_threads.hpp"
 #include "kernels/common/kdtree.hpp"
 #include "kernels/common/tree_gpu.cuh"
+#include "kernels/common/tree_query.hpp"
 #include "kernels/common/tree_topk.hpp"
 #include "registry.hpp"
 
@@ -342,32 +343,14 @@ class KdTreeGpu final : public knn::VersionInstance {
     ctx.devices_used = {device_};
     cuda::DeviceScope scope(device_);
     DeviceTree& d = *tree_;
-    cuda::DeviceBuffer<float> queries(std::max<std::size_t>(p.query_floats(), 1));
-    cuda::DeviceBuffer<std::int32_t> indices(std::max<std::size_t>(p.result_slots(), 1));
-    cuda::DeviceBuffer<float> distances(std::max<std::size_t>(p.result_slots(), 1));
-    cuda::PhaseTimer timer(d.stream);
-    timer.begin("h2d");
-    KNN_CUDA_TRY(cudaMemcpyAsync(queries.data(), p.queries, p.query_floats() * sizeof(float), cudaMemcpyHostToDevice,
-                                 d.stream));
-    timer.end();
-    timer.begin("kernel");
-    if (p.m > 0) {
+    knn::tree::gpu::run_queries(p, out, ctx, d.stream, [&](const float* queries, std::int32_t* indices, float* distances) {
       if (p.dim == 3)
-        launch_for_topk<3>(warp_, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
+        launch_for_topk<3>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
       else if (p.dim == 16)
-        launch_for_topk<16>(warp_, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
+        launch_for_topk<16>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
       else
-        launch_for_topk<0>(warp_, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
-    }
-    timer.end();
-    timer.begin("d2h");
-    KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
-                                 cudaMemcpyDeviceToHost, d.stream));
-    KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
-                                 cudaMemcpyDeviceToHost, d.stream));
-    timer.end();
-    d.stream.synchronize();
-    timer.report(ctx.timing);
+        launch_for_topk<0>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
+    });
     ctx.path = std::string(warp_ ? "warp per query" : "thread per query") + ", " +
                (p.dim == 3 || p.dim == 16 ? "k=" + std::to_string(p.dim) : std::string("k at run time")) + ", list of " +
                std::to_string(list_capacity(p.topk));

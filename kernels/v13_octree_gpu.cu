@@ -22,6 +22,7 @@
 #include "kernels/common/tree_threads.hpp"
 #include "kernels/common/octree.hpp"
 #include "kernels/common/tree_gpu.cuh"
+#include "kernels/common/tree_query.hpp"
 #include "kernels/common/tree_topk.hpp"
 #include "registry.hpp"
 
@@ -259,33 +260,15 @@ class OctreeGpu final : public knn::VersionInstance {
     ctx.devices_used = {device_};
     cuda::DeviceScope scope(device_);
     DeviceTree& d = *tree_;
-    cuda::DeviceBuffer<float> queries(std::max<std::size_t>(p.query_floats(), 1));
-    cuda::DeviceBuffer<std::int32_t> indices(std::max<std::size_t>(p.result_slots(), 1));
-    cuda::DeviceBuffer<float> distances(std::max<std::size_t>(p.result_slots(), 1));
-    cuda::PhaseTimer timer(d.stream);
-    timer.begin("h2d");
-    KNN_CUDA_TRY(cudaMemcpyAsync(queries.data(), p.queries, p.query_floats() * sizeof(float), cudaMemcpyHostToDevice,
-                                 d.stream));
-    timer.end();
     const bool warp = use_warp_mode(p.m, device_);
-    timer.begin("kernel");
-    if (p.m > 0) {
+    knn::tree::gpu::run_queries(p, out, ctx, d.stream, [&](const float* queries, std::int32_t* indices, float* distances) {
       if (p.topk <= 1)
-        launch<1>(warp, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
+        launch<1>(warp, d.view, queries, p.m, p.topk, indices, distances, d.stream);
       else if (p.topk <= 8)
-        launch<8>(warp, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
+        launch<8>(warp, d.view, queries, p.m, p.topk, indices, distances, d.stream);
       else
-        launch<32>(warp, d.view, queries.data(), p.m, p.topk, indices.data(), distances.data(), d.stream);
-    }
-    timer.end();
-    timer.begin("d2h");
-    KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
-                                 cudaMemcpyDeviceToHost, d.stream));
-    KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
-                                 cudaMemcpyDeviceToHost, d.stream));
-    timer.end();
-    d.stream.synchronize();
-    timer.report(ctx.timing);
+        launch<32>(warp, d.view, queries, p.m, p.topk, indices, distances, d.stream);
+    });
     ctx.path = std::string(warp ? "warp per query" : "thread per query") + ", list of " +
                std::to_string(list_capacity(p.topk));
   }
