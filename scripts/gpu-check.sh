@@ -12,6 +12,8 @@
 #   trees       configs/trees.json                               -> trees.{json,md}
 #   scaling     v8/v9 on cases 0-11 with 1, 2 and all GPUs       -> devices{1,2,N}.{json,md}
 #   secondlevel v7 beside test-only t5 (v7 reducing on the GPU)    -> v7-second-level.{json,md}
+#   seedgeometry v3 beside test-only t6 (the seeds' v3-v6 grid: 1/m of the work, wrong answers) on
+#               cases 10-11, pinned and pageable                  -> seed-geometry{,-pageable}.{json,md}
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -101,6 +103,18 @@ for step in "${steps[@]}"; do
       "$BUILD_DIR/tests/knnbench-testbin" --version v7,t5 --json "$OUT/v7-second-level.json" --md "$OUT/v7-second-level.md" \
         "${extra[@]}" >"$OUT/v7-second-level.log" 2>&1 || status=1
       sed -n '/^Median wall time/,$p' "$OUT/v7-second-level.log"
+      ;;
+    seedgeometry)
+      # t6 fails validation by design; the step fails only when another result does not pass.
+      for mem in pinned pageable; do
+        name=seed-geometry; [ "$mem" = pageable ] && name=seed-geometry-pageable
+        log "v3 beside t6 (the seeds' v3 geometry), cases 10-11, $mem host memory"
+        "$BUILD_DIR/tests/knnbench-testbin" --version v3,t6 --case 10,11 --host-memory "$mem" --json "$OUT/$name.json" \
+          --md "$OUT/$name.md" "${extra[@]}" >"$OUT/$name.log" 2>&1
+        sed -n '/^Median wall time/,$p' "$OUT/$name.log"
+        others=$(grep -E "^(Fail|Error|Skip)" "$OUT/$name.log" | grep -vc " t6 ")
+        [ "$others" -eq 0 ] || status=1
+      done
       ;;
     sanitize)
       if ! command -v compute-sanitizer >/dev/null 2>&1; then
