@@ -475,6 +475,24 @@ std::uint64_t count_fields(std::string_view line) { return std::uint64_t(std::co
 
 enum class Parsed { ok, not_a_number, out_of_range };
 
+// For a decimal number that from_chars read whole, [-]digits[.digits][e[+-]digits] and not zero:
+// whether it is below 1, from the decimal exponent of its first non-zero digit.
+bool below_one(std::string_view t) {
+  if (t[0] == '-') t.remove_prefix(1);
+  const std::size_t e = std::min(t.find_first_of("eE"), t.size());
+  const std::string_view mantissa = t.substr(0, e);
+  const std::size_t point = std::min(mantissa.find('.'), mantissa.size());
+  const std::size_t lead = mantissa.find_first_of("123456789");
+  if (lead == std::string_view::npos) return true;
+  const std::int64_t lead_exp = lead < point ? std::int64_t(point - lead) - 1 : -std::int64_t(lead - point);
+  std::int64_t exp = 0;
+  std::size_t i = e + 1;
+  const bool negative = i < t.size() && t[i] == '-';
+  if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
+  for (; i < t.size(); ++i) exp = std::min<std::int64_t>(exp * 10 + (t[i] - '0'), std::int64_t(1) << 40);
+  return lead_exp + (negative ? -exp : exp) < 0;
+}
+
 // The whole token must be one number (no partial parses: "1.5abc" is refused). NaN and Inf
 // parse here and are refused by the caller with their position.
 Parsed parse_float(std::string_view token, float& out) {
@@ -486,10 +504,11 @@ Parsed parse_float(std::string_view token, float& out) {
   if (ec == std::errc() && ptr == last) return Parsed::ok;
   if (ec != std::errc::result_out_of_range || ptr != last) return Parsed::not_a_number;
   // Out of float range: below the smallest subnormal rounds to zero, which is fine; beyond
-  // FLT_MAX would be an infinity, which is not.
+  // FLT_MAX would be an infinity, which is not. Out of double's range too, tiny is still zero.
   double d = 0;
   auto [dptr, dec] = std::from_chars(first, last, d);
-  if (dec != std::errc() || dptr != last || std::fabs(d) > double(FLT_MAX)) return Parsed::out_of_range;
+  if (dec == std::errc::result_out_of_range && dptr == last && below_one(token)) d = token[0] == '-' ? -0.0 : 0.0;
+  else if (dec != std::errc() || dptr != last || std::fabs(d) > double(FLT_MAX)) return Parsed::out_of_range;
   out = float(d);
   return Parsed::ok;
 }
@@ -509,9 +528,13 @@ DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo in
   LineReader lines(path, f);
   std::string_view line;
   std::uint64_t rows = 0, cols = 0, first_row_line = 0, blank_line = 0;
+  bool header = false;
   while (lines.next(line)) {
     const std::uint64_t no = lines.line_number();
-    if (no == 1 && !blank(line) && is_header(line)) continue;
+    if (no == 1 && !blank(line) && is_header(line)) {
+      header = true;
+      continue;
+    }
     if (blank(line)) {
       if (blank_line == 0) blank_line = no;
       continue;
@@ -530,7 +553,7 @@ DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo in
   }
   info.rows = rows;
   info.cols = cols;
-  info.csv_first_row_line = rows ? first_row_line : 1;
+  info.csv_first_row_line = rows ? first_row_line : header ? 2 : 1;  // read skips the header even with no rows
   return info;
 }
 

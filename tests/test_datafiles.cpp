@@ -198,6 +198,47 @@ TEST(DataFiles, CsvAcceptsExponentsPlusSignsAndRoundsTinyValuesToZero) {
   EXPECT_EQ(got, (std::vector<float>{1e-05f, 2.5f, -300.0f, 0.5f, 5.0f, 0.0f}));
 }
 
+// Seen while writing the data-file fuzz target (by reading parse_float): 1e-50 rounded to zero, but
+// 1e-400, below double's range too, was refused as "beyond float32 range". Only values beyond
+// float32's largest are refused.
+TEST(DataFiles, CsvValuesBelowDoublesRangeRoundToZeroToo) {
+  TempDir dir;
+  const std::string path = dir.file("tiny.csv");
+  write_bytes(path, "1e-400,-1e-99999999999999999999\n0." + std::string(400, '0') + "1,+2e-2147483648\n");
+  const auto info = knn::inspect_data_file(path, 0);
+  ASSERT_EQ(info.rows, 2u);
+  ASSERT_EQ(info.cols, 2u);
+  std::vector<float> got(4, kNaN);
+  ASSERT_EQ(error_of([&] { knn::read_data_file(info, got.data()); }), "");
+  EXPECT_EQ(std::memcmp(got.data(), std::vector<float>{0.0f, -0.0f, 0.0f, 0.0f}.data(), 16), 0);
+  const std::vector<std::string> huge_values = {"1e400", "-1e99999999999999999999", "1" + std::string(400, '0'),
+                                                "0." + std::string(400, '0') + "1e800"};
+  for (const std::string& huge : huge_values) {
+    SCOPED_TRACE(huge);
+    write_bytes(path, "1," + huge + "\n");
+    const auto i2 = knn::inspect_data_file(path, 0);
+    std::vector<float> out(2);
+    const std::string msg = error_of([&] { knn::read_data_file(i2, out.data()); });
+    EXPECT_NE(msg.find(path + ":1:3: "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("beyond float32 range"), std::string::npos) << msg;
+  }
+}
+
+// Found by fuzzing the readers: a CSV file of only a header has 0 rows, and reading it said
+// "the file changed since it was inspected".
+TEST(DataFiles, ACsvFileOfOnlyAHeaderReadsAsZeroRows) {
+  TempDir dir;
+  const std::string path = dir.file("header_only.csv");
+  for (const char* text : {"x,y\n", "x,y", "x\n\n  \n"}) {
+    SCOPED_TRACE(text);
+    write_bytes(path, text);
+    const auto info = knn::inspect_data_file(path, 0);
+    EXPECT_EQ(info.rows, 0u);
+    std::vector<float> got;
+    EXPECT_EQ(error_of([&] { knn::read_data_file(info, got.data()); }), "");
+  }
+}
+
 TEST(DataFiles, AHeaderLineIsSkippedOnlyWhenNoFieldIsANumber) {
   TempDir dir;
   const std::string path = dir.file("h.csv");
