@@ -26,6 +26,7 @@
 
 #include "datafile.hpp"
 #include "errors.hpp"
+#include "fuzz_messages.hpp"
 
 namespace {
 
@@ -67,22 +68,12 @@ void write_file(const std::string& path, const std::uint8_t* data, std::size_t s
   if (!f || (size && std::fwrite(data, 1, size, f) != size) || std::fclose(f) != 0) finding("cannot write the input file", path);
 }
 
-bool check_messages() {
-  static const bool on = [] {
-    const char* v = std::getenv("KNN_FUZZ_MESSAGES");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
-}
-
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 void check_message(const std::string& m, const std::string& path) {
-  bool one_line = true;
-  for (unsigned char c : m) one_line = one_line && c >= 0x20;
-  if (!one_line || m.rfind(path + ":", 0) != 0)
+  if (!knn::fuzz::keeps_message_contract(m, path + ":"))
     finding("ConfigError message breaks the contract (one line, no control characters, starting with the file)", m);
   // The readers' "changed" refusals end so; a CSV token quoted in a message cannot end one.
   for (const char* tail : {"the file changed since", "the file changed since it was inspected", "the file changed while it was read"})
@@ -106,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < out.size(); ++i)
       if (!std::isfinite(out[i])) finding("read_data_file succeeded but left a non-finite value", "at index " + std::to_string(i));
   } catch (const knn::ConfigError& e) {
-    if (check_messages()) check_message(e.what(), path);
+    if (knn::fuzz::check_messages()) check_message(e.what(), path);
   }
   return 0;
 }

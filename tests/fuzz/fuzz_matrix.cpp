@@ -10,24 +10,15 @@
 #include <string>
 
 #include "errors.hpp"
+#include "fuzz_messages.hpp"
 #include "matrix.hpp"
 
 namespace {
 
 const char* const kLabel = "fuzz.json";
 
-bool check_messages() {
-  static const bool on = [] {
-    const char* v = std::getenv("KNN_FUZZ_MESSAGES");
-    return v && *v && std::string(v) != "0";
-  }();
-  return on;
-}
-
 void check_message(const std::string& m) {
-  bool one_line = true;
-  for (unsigned char c : m) one_line = one_line && c >= 0x20;
-  if (one_line && m.rfind(std::string(kLabel) + ": ", 0) == 0) return;
+  if (knn::fuzz::keeps_message_contract(m, std::string(kLabel) + ": ")) return;
   std::fprintf(stderr, "fuzz_matrix: ConfigError message breaks the contract (one line, no control characters, starting with the file): %.300s\n",
                m.c_str());
   std::abort();
@@ -40,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     knn::parse_matrix(text, kLabel);
   } catch (const knn::ConfigError& e) {
-    if (check_messages()) check_message(e.what());
+    if (knn::fuzz::check_messages()) check_message(e.what());
   }
   return 0;
 }
