@@ -75,30 +75,20 @@ class DeviceFrame {
   // cudaMalloc on this device; the host time it takes adds to phase "alloc".
   template <typename T>
   cuda::DeviceBuffer<T> alloc(std::size_t count) {
-    const auto start = std::chrono::steady_clock::now();
-    cuda::DeviceBuffer<T> buffer(count);
-    alloc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    return buffer;
+    return timed_alloc([&] { return cuda::DeviceBuffer<T>(count); });
   }
   DeviceAnswers alloc_answers(int m) { return {alloc<std::int32_t>(m), alloc<float>(m)}; }
   // Stream-ordered device memory for this frame's stream only: no host synchronisation at allocation
   // or free (cuda::StreamBuffer). Host time adds to phase "alloc". Declare it after the frame.
   template <typename T>
   cuda::StreamBuffer<T> alloc_on_stream(std::size_t count) {
-    const auto start = std::chrono::steady_clock::now();
-    cuda::StreamBuffer<T> buffer(count, stream());
-    alloc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    return buffer;
+    return timed_alloc([&] { return cuda::StreamBuffer<T>(count, stream()); });
   }
-
   // A pooled page-locked host block of `count` elements (cuda::PinnedStaging), for downloads; host
   // time adds to phase "alloc" (a cudaMallocHost the first time a block of that size is needed).
   template <typename T>
   cuda::PinnedStaging<T> staging(std::size_t count) {
-    const auto start = std::chrono::steady_clock::now();
-    cuda::PinnedStaging<T> block(count);
-    alloc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    return block;
+    return timed_alloc([&] { return cuda::PinnedStaging<T>(count); });
   }
 
   // Enqueues work timed as one phase with the stream's events.
@@ -152,6 +142,15 @@ class DeviceFrame {
   }
 
  private:
+  // Runs `make` and adds its host time to phase "alloc".
+  template <typename Make>
+  auto timed_alloc(Make&& make) {
+    const auto start = std::chrono::steady_clock::now();
+    auto made = make();
+    alloc_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return made;
+  }
+
   int ordinal_;
   cuda::DeviceScope scope_;
   cuda::Stream stream_;
