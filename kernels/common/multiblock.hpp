@@ -23,8 +23,9 @@ std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count);
 
 // Answers m queries against n references (dimension dim) on the frame's device: uploads both,
 // transposes the references to SoA, runs blocks_per_query() blocks per query, each over a strided
-// share of the references, then reduces each query's per-block candidates on the device (one warp
-// per query). Answers are indices into the n references given.
+// share of the references, then reduces each query's per-block candidates: on the host after
+// downloading them (SecondLevel::host, finish_on_host) or on the device, one warp per query
+// (SecondLevel::device, answers()). Answers are indices into the n references given.
 class MultiblockSearch {
  public:
   // Plans the grid (occupancy × SM count of the current device) and allocates everything.
@@ -36,7 +37,8 @@ class MultiblockSearch {
   MultiblockSearch(const MultiblockSearch&) = delete;
   MultiblockSearch& operator=(const MultiblockSearch&) = delete;
 
-  // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (both reduction levels).
+  // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (the search, and with
+  // SecondLevel::device the second-level kernel).
   void enqueue(const float* host_queries, const float* host_references);
 
   AnswersView answers() const { return {indices_, distances_}; }  // SecondLevel::device only
@@ -56,10 +58,10 @@ class MultiblockSearch {
   SecondLevel second_level_;
   int resident_blocks_ = 0;
   int blocks_per_query_ = 1;
+  cuda::PinnedStaging<Candidate> staging_;  // the downloaded candidates (SecondLevel::host)
   // Every buffer below is carved from one stream-ordered allocation: one pool call and one free per
   // GPU and call, and neither waits for the device.
   cuda::StreamBuffer<unsigned char> slab_;
-  cuda::PinnedStaging<Candidate> staging_;  // the downloaded candidates (SecondLevel::host)
   float* queries_ = nullptr;
   float* references_ = nullptr;  // as given (AoS)
   float* soa_ = nullptr;
