@@ -9,6 +9,7 @@
 // contiguous upload is re-pitched into it on the device (both in phase "pitch"). Texels are read
 // with point sampling as tex2D<float4>(texture, c, row); the padding lanes are never added, and the
 // sum runs over the dimensions in order, so the distance is the same float arithmetic as v3's.
+// Block size and references fetched per step as v3 (argmin.cuh).
 //
 // The device's 2D linear-texture limits are read, not assumed: the height limit (65000 texel rows on
 // current GPUs) is below many n, so the references are cut into tiles of at most that many rows, one
@@ -33,7 +34,9 @@
 
 namespace {
 
-using knn::gpu::kSearchThreads;
+using knn::gpu::kRefsPerStep;
+constexpr int kNarrow = knn::gpu::kQueryBlockThreadsNarrow;
+constexpr int kWide = knn::gpu::kQueryBlockThreadsWide;
 
 inline constexpr int kTexelFloats = 4;  // one float4 texel holds four consecutive dimensions
 
@@ -45,40 +48,65 @@ __device__ __forceinline__ void add_squared_difference(float& sum, float query, 
   sum += diff * diff;
 }
 
-// Squared distance of the query to the reference in texel row `row` of `texture`. Reference j sits
-// in tile j / tile_rows, at texel row j % tile_rows; texel c holds its dimensions 4c .. 4c+3.
-// Unnormalised coordinates at texel centres, point sampling: the stored floats exactly. Dimensions
-// are accumulated in order, 4c, 4c+1, 4c+2, 4c+3 of each texel, and the lanes of the last texel at
-// or beyond dim (zero padding) are skipped, so the sum is bit for bit the per-dimension one.
+// Adds dimensions t .. t+lanes-1 (lanes 1..4) of one texel to the sum, in order: the lanes of the last
+// texel at or beyond dim (zero padding) are never added, so the sum is bit for bit the per-dimension one.
 template <class Query>
-__device__ __forceinline__ float texture_squared_distance(int dim, const Query& query, cudaTextureObject_t texture,
-                                                          long long row) {
-  const float y = float(row) + 0.5f;
-  const int full = dim / kTexelFloats;  // texels whose four lanes are all dimensions
-  float sum = 0.f;
-  for (int c = 0; c < full; ++c) {
-    const float4 v = tex2D<float4>(texture, float(c) + 0.5f, y);
-    const int t = c * kTexelFloats;
-    add_squared_difference(sum, query(t), v.x);
-    add_squared_difference(sum, query(t + 1), v.y);
-    add_squared_difference(sum, query(t + 2), v.z);
-    add_squared_difference(sum, query(t + 3), v.w);
-  }
-  const int rest = dim - full * kTexelFloats;  // 0..3 dimensions in a last, padded texel
-  if (rest > 0) {
-    const float4 v = tex2D<float4>(texture, float(full) + 0.5f, y);
-    const int t = full * kTexelFloats;
-    add_squared_difference(sum, query(t), v.x);
-    if (rest > 1) add_squared_difference(sum, query(t + 1), v.y);
-    if (rest > 2) add_squared_difference(sum, query(t + 2), v.z);
-  }
-  return sum;
+__device__ __forceinline__ void add_texel(float& sum, const Query& query, int t, const float4& v, int lanes) {
+  add_squared_difference(sum, query(t), v.x);
+  if (lanes > 1) add_squared_difference(sum, query(t + 1), v.y);
+  if (lanes > 2) add_squared_difference(sum, query(t + 2), v.z);
+  if (lanes > 3) add_squared_difference(sum, query(t + 3), v.w);
 }
 
-// One block answers query blockIdx.x; one thread walks the tiles in order and scans texel rows
-// threadIdx.x, +blockDim.x, ... of each, so its references still come in increasing index order;
-// then the block tree picks the answer. A reference costs ceil(dim/4) float4 fetches.
-__global__ void __launch_bounds__(kSearchThreads)
+// The texel of `row` (a reference) holding dimensions 4c .. 4c+3. Unnormalised coordinates at texel
+// centres, point sampling: the stored floats exactly. Rows are below 65000, exact in float.
+__device__ __forceinline__ float4 texel(cudaTextureObject_t texture, int c, long long row) {
+  return tex2D<float4>(texture, float(c) + 0.5f, float(row) + 0.5f);
+}
+
+// One thread's share of one tile: texel rows threadIdx.x, +kThreads, ... below `rows`, reference
+// `first` + row. kRefs rows per step, their fetches of texel c issued together (argmin.cuh says what
+// that buys), then the remainder one at a time; rows come in increasing order, so the strict `<`
+// keeps the first of equal distances.
+template <int kThreads, int kRefs, class Query>
+__device__ __forceinline__ knn::gpu::Candidate scan_tile(knn::gpu::Candidate best, int dim, const Query& query,
+                                                         cudaTextureObject_t texture, long long rows,
+                                                         long long first) {
+  const int texels = texels_per_row(dim);
+  long long row = threadIdx.x;
+  for (; row + (kRefs - 1) * kThreads < rows; row += kRefs * kThreads) {
+    float sum[kRefs];
+#pragma unroll
+    for (int r = 0; r < kRefs; ++r) sum[r] = 0.f;
+    for (int c = 0; c < texels; ++c) {
+      const int t = c * kTexelFloats;
+      const int lanes = min(kTexelFloats, dim - t);
+      float4 v[kRefs];
+#pragma unroll
+      for (int r = 0; r < kRefs; ++r) v[r] = texel(texture, c, row + r * kThreads);
+#pragma unroll
+      for (int r = 0; r < kRefs; ++r) add_texel(sum[r], query, t, v[r], lanes);
+    }
+#pragma unroll
+    for (int r = 0; r < kRefs; ++r)
+      if (sum[r] < best.distance) best = {sum[r], static_cast<std::int32_t>(first + row + r * kThreads)};
+  }
+  for (; row < rows; row += kThreads) {
+    float sum = 0.f;
+    for (int c = 0; c < texels; ++c) {
+      const int t = c * kTexelFloats;
+      add_texel(sum, query, t, texel(texture, c, row), min(kTexelFloats, dim - t));
+    }
+    if (sum < best.distance) best = {sum, static_cast<std::int32_t>(first + row)};
+  }
+  return best;
+}
+
+// One block answers query blockIdx.x; one thread walks the tiles in order, scanning its rows of each
+// (scan_tile), so its references still come in increasing index order; then the block tree picks
+// the answer. A reference costs ceil(dim/4) float4 fetches.
+template <int kThreads, int kRefs>
+__global__ void __launch_bounds__(kThreads)
     texture_kernel(int dim, int n, int tile_rows, int tiles, const cudaTextureObject_t* __restrict__ textures,
                    const float* __restrict__ queries, std::int32_t* __restrict__ indices,
                    float* __restrict__ distances) {
@@ -86,14 +114,18 @@ __global__ void __launch_bounds__(kSearchThreads)
     knn::gpu::Candidate best = knn::gpu::no_candidate();
     for (int tile = 0; tile < tiles; ++tile) {
       const long long first = static_cast<long long>(tile) * tile_rows;
-      const cudaTextureObject_t texture = textures[tile];
       const long long rows = min(static_cast<long long>(tile_rows), n - first);
-      best = knn::gpu::scan_references(best, threadIdx.x, rows, blockDim.x, first, [&](long long row) {
-        return texture_squared_distance(dim, query, texture, row);
-      });
+      best = scan_tile<kThreads, kRefs>(best, dim, query, textures[tile], rows, first);
     }
-    knn::gpu::block_store_answer(best, blockIdx.x, indices, distances);
+    knn::gpu::block_store_answer<kThreads>(best, blockIdx.x, indices, distances);
   });
+}
+
+template <int kThreads, int kRefs>
+void launch(knn::gpu::SingleGpu& gpu, const knn::Problem& p, int tile_rows, int tiles,
+            const cudaTextureObject_t* textures, const float* queries, const knn::gpu::DeviceAnswers& answers) {
+  texture_kernel<kThreads, kRefs><<<p.m, kThreads, 0, gpu.stream()>>>(p.dim, p.n, tile_rows, tiles, textures, queries,
+                                                               answers.indices.data(), answers.distances.data());
 }
 
 // How the references are laid out in texture memory on this device.
@@ -198,16 +230,22 @@ void v5_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   }
   const auto device_handles = gpu.upload(handles.data(), handles.size());
   knn::gpu::DeviceAnswers answers = gpu.alloc_answers(p.m);
+  const char* long_rows = knn::gpu::wide_row_reason(p.dim);
+  const int threads = gpu.query_block_threads(p.m, texture_kernel<kNarrow, kRefsPerStep>, kNarrow, kWide, long_rows);
+  const cudaTextureObject_t* tiles = device_handles.data();
   gpu.launch("kernel", [&] {
-    texture_kernel<<<p.m, kSearchThreads, 0, gpu.stream()>>>(p.dim, p.n, layout.tile_rows, layout.tiles,
-                                                             device_handles.data(), queries.data(),
-                                                             answers.indices.data(), answers.distances.data());
+    if (long_rows != nullptr)
+      launch<kWide, knn::gpu::kLongRowRefsPerStep>(gpu, p, layout.tile_rows, layout.tiles, tiles, queries.data(), answers);
+    else if (threads == kNarrow)
+      launch<kNarrow, kRefsPerStep>(gpu, p, layout.tile_rows, layout.tiles, tiles, queries.data(), answers);
+    else
+      launch<kWide, kRefsPerStep>(gpu, p, layout.tile_rows, layout.tiles, tiles, queries.data(), answers);
   });
   gpu.finish(answers, out, p.m);
   if (layout.tiles > 1)
-    ctx.path = fmt::format(
+    gpu.add_path(fmt::format(
         "tiled: {} 2D textures of <= {} references, {} float4 texels each (n={} exceeds the 2D linear texture height {})",
-        layout.tiles, layout.tile_rows, layout.texels, p.n, gpu.device().max_texture2d_linear_height);
+        layout.tiles, layout.tile_rows, layout.texels, p.n, gpu.device().max_texture2d_linear_height));
 }
 
 knn::VersionDesc describe() {

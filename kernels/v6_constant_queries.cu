@@ -1,5 +1,6 @@
-// v6: v4 (SoA references) with the queries in __constant__ memory. All threads of a block read the
-// same query float at the same time, which the constant cache serves as one broadcast.
+// v6: v4 (SoA references, read as float4 quads; same block sizes) with the queries in __constant__
+// memory. All threads of a block read the same query float at the same time, which the constant
+// cache serves as one broadcast.
 //
 // Constant memory holds 64 KiB, so at most 16384 / dim queries at a time: the queries go in batches
 // of that many, each copied with cudaMemcpyToSymbolAsync and answered by one launch on the same
@@ -19,7 +20,8 @@
 
 namespace {
 
-using knn::gpu::kSearchThreads;
+using knn::gpu::kQueryBlockThreadsNarrow;
+using knn::gpu::kQueryBlockThreadsWide;
 
 constexpr int kConstantQueryFloats = 16384;  // 64 KiB of float
 __constant__ float c_queries[kConstantQueryFloats];
@@ -31,13 +33,22 @@ struct ConstantQuery {
 };
 
 // One block answers query blockIdx.x of the batch (query first_query + blockIdx.x overall); one
-// thread scans references threadIdx.x, +blockDim.x, ... in the SoA array, then joins the block tree.
-__global__ void __launch_bounds__(kSearchThreads)
-    constant_query_kernel(int dim, int n, int first_query, const float* __restrict__ soa,
+// thread scans quads threadIdx.x, +kThreads, ... of the SoA array (as v4), then joins the block tree.
+template <int kThreads>
+__global__ void __launch_bounds__(kThreads)
+    constant_query_kernel(int dim, int n, long long ld, int first_query, const float* __restrict__ soa,
                           std::int32_t* __restrict__ indices, float* __restrict__ distances) {
   const ConstantQuery query{static_cast<int>(blockIdx.x) * dim};
-  knn::gpu::block_answers_query(dim, n, query, knn::gpu::SoaReferences{soa, n},
-                                static_cast<long long>(first_query) + blockIdx.x, indices, distances);
+  const knn::gpu::Candidate c = knn::gpu::scan_soa_quads<kThreads>(dim, query, knn::gpu::SoaQuadReferences{soa, ld}, n);
+  knn::gpu::block_store_answer<kThreads>(c, static_cast<long long>(first_query) + blockIdx.x, indices, distances);
+}
+
+template <int kThreads>
+void launch(knn::gpu::SingleGpu& gpu, const knn::Problem& p, int first, int count, const float* soa, long long ld,
+            const knn::gpu::DeviceAnswers& answers) {
+  constant_query_kernel<kThreads><<<count, kThreads, 0, gpu.stream()>>>(p.dim, p.n, ld, first, soa,
+                                                                        answers.indices.data(),
+                                                                        answers.distances.data());
 }
 
 std::optional<std::string> v6_supports(const knn::Problem& p, const knn::Environment& env) {
@@ -54,11 +65,14 @@ std::optional<std::string> v6_supports(const knn::Problem& p, const knn::Environ
 void v6_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   knn::gpu::SingleGpu gpu(ctx);
   const auto references = gpu.upload(p.references, p.reference_floats());
-  auto soa = gpu.alloc<float>(p.reference_floats());
+  const long long ld = knn::gpu::quad_leading_dimension(p.n);
+  auto soa = gpu.alloc<float>(std::size_t(p.dim) * std::size_t(ld));
   knn::gpu::DeviceAnswers answers = gpu.alloc_answers(p.m);
-  knn::gpu::transpose_references(gpu, references.data(), p.n, p.dim, soa.data());
+  knn::gpu::transpose_references(gpu, references.data(), p.n, p.dim, soa.data(), ld);
 
   const int batch_queries = kConstantQueryFloats / p.dim;
+  const int threads = gpu.query_block_threads(std::min(p.m, batch_queries), constant_query_kernel<kQueryBlockThreadsNarrow>,
+                                              kQueryBlockThreadsNarrow, kQueryBlockThreadsWide);
   for (int first = 0; first < p.m; first += batch_queries) {
     const int count = std::min(batch_queries, p.m - first);
     gpu.timed("h2d", [&] {
@@ -67,22 +81,26 @@ void v6_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
                                            cudaMemcpyHostToDevice, gpu.stream()));
     });
     gpu.launch("kernel", [&] {
-      constant_query_kernel<<<count, kSearchThreads, 0, gpu.stream()>>>(p.dim, p.n, first, soa.data(),
-                                                                        answers.indices.data(),
-                                                                        answers.distances.data());
+      if (threads == kQueryBlockThreadsNarrow)
+        launch<kQueryBlockThreadsNarrow>(gpu, p, first, count, soa.data(), ld, answers);
+      else
+        launch<kQueryBlockThreadsWide>(gpu, p, first, count, soa.data(), ld, answers);
     });
   }
   gpu.finish(answers, out, p.m);
   const int batches = knn::cuda::divup(p.m, batch_queries);
   if (batches > 1)
-    ctx.path = fmt::format("batched: {} constant-memory batches of <= {} queries", batches, batch_queries);
+    gpu.add_path(fmt::format("batched: {} constant-memory batches of <= {} queries", batches, batch_queries));
 }
 
 knn::VersionDesc describe() {
   return knn::gpu::describe_argmin("v6", "GPU fused kernel, SoA references, queries in constant memory",
                                    knn::Family::gpu, knn::GpuNeed::one, v6_query,
                                    [](const knn::Problem& p, const knn::Environment&) {
-                                     return knn::gpu::float_bytes(2 * p.reference_floats()) + knn::gpu::answer_bytes(p);
+                                     return knn::gpu::float_bytes(p.reference_floats() +
+                                                                 std::size_t(p.dim) *
+                                                                     std::size_t(knn::gpu::quad_leading_dimension(p.n))) +
+                                            knn::gpu::answer_bytes(p);
                                    },
                                    v6_supports);
 }

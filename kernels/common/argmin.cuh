@@ -170,23 +170,140 @@ __device__ __forceinline__ void store_answer(const Candidate& c, long long q, st
 }
 
 // The end of every one-block-per-query kernel (v1's reduction, v3–v6): the block tree over the
-// threads' candidates, then thread 0 stores query q's answer. Needs kSearchThreads threads.
+// threads' candidates, then thread 0 stores query q's answer. Needs kThreads threads.
+template <int kThreads = kSearchThreads>
 __device__ __forceinline__ void block_store_answer(Candidate c, long long q, std::int32_t* indices,
                                                    float* distances) {
-  __shared__ float s_distance[kSearchThreads];
-  __shared__ std::int32_t s_index[kSearchThreads];
+  __shared__ float s_distance[kThreads];
+  __shared__ std::int32_t s_index[kThreads];
   c = block_argmin_tree(c, s_distance, s_index);
   if (threadIdx.x == 0) store_answer(c, q, indices, distances);
 }
 
-// The whole body of a one-block-per-query kernel (v3–v6): each thread scans references threadIdx.x,
-// +blockDim.x, ... for the query, then the block tree picks the answer for query q.
-template <class Query, class References>
-__device__ __forceinline__ void block_answers_query(int dim, int n, const Query& query, const References& references,
-                                                    long long q, std::int32_t* indices, float* distances) {
-  const Candidate c = scan_references(no_candidate(), threadIdx.x, n, blockDim.x, 0,
-                                      [&](long long j) { return squared_distance(dim, query, references, j); });
-  block_store_answer(c, q, indices, distances);
+// ---------------------------------------------------------------- one block per query (v3–v6)
+//
+// A block answers one query (the seeds' technique); its threads split the references. What follows
+// was tuned on an H100 with scripts/tune/scan_bench.cu on the shapes of case 10 (k=3, m=1024,
+// n=2^20) and case 11 (k=16), kernel time only; docs/tuning.md has the tables.
+//
+// * References in flight per thread. With one reference per step (the seeds' loop) a thread has
+//   dim loads outstanding and then waits: for k=3 the kernel used 37 % of L2 throughput, bound by
+//   latency, not bandwidth. Loading several references per step, dimension by dimension before any
+//   is used: SoA, 1024 threads, k=3: 2.74 ms with one, 1.65 with four.
+// * Threads per block. With 1024 threads one or two blocks share an SM; with 256, four or more
+//   blocks (queries) run side by side on each SM and read the same reference lines at about the same
+//   time, so L1 serves most of them: 1.65 -> 1.37 ms, L1 hit rate 0 -> 74 %, L2 reads 6.5x fewer.
+//   When the queries are too few to fill the GPU that way, a query's one block must cover all n with
+//   fewer threads (case 8 shape, m=1: 15 ms before, 12 at 256 threads, 6 at 512):
+//   query_block_threads keeps 1024 threads then.
+// * SoA scans read four consecutive references per 16-byte load, two loads per dimension and step
+//   (scan_soa_quads): 0.82-0.95 ms for k=3 and 2.84-2.90 for k=16 in scan_bench with 256 threads.
+// * Row-major references (v3's AoS rows, v5's texel rows) longer than 16 B (kNarrowRowFloats) keep
+//   the seeds' shape, 1024 threads and one reference per step: a warp's load of one dimension then
+//   touches up to 32 lines, and more lines in flight evict each other from L1. Case 11 (k=16), v3 /
+//   v5: 35 / 17 ms that way, 42 / 29 ms with 4 references per step, 64 / 21 ms with 256 threads.
+//
+// Either way each thread still meets its references in increasing index order and keeps the first
+// of equal distances with a strict `<`, and each sum runs over the dimensions in order.
+
+inline constexpr int kQueryBlockThreadsNarrow = 256;            // many queries: blocks share L1
+inline constexpr int kQueryBlockThreadsWide = kSearchThreads;  // few queries: each block covers n alone
+inline constexpr int kNarrowRowFloats = 4;  // longest row-major reference row that may use narrow blocks
+inline constexpr int kRefsPerStep = 4;      // row-major scans, rows of <= 16 B: references loaded per step
+inline constexpr int kLongRowRefsPerStep = 1;  // row-major scans, longer rows
+
+// Why a scan over row-major references of `dim` floats keeps the seeds' shape (wide blocks,
+// kLongRowRefsPerStep), or nullptr when it may use narrow blocks and kRefsPerStep.
+inline const char* wide_row_reason(int dim) {
+  return dim > kNarrowRowFloats ? "reference rows longer than 16 B" : nullptr;
+}
+
+// One thread's share of a scan over references in rows (AoS: references(j, t) for any j): positions
+// begin, begin + stride, ... below end, kRefs per step with all their loads of dimension t issued
+// together, then the remainder one at a time.
+template <int kRefs, class Query, class References>
+__device__ __forceinline__ Candidate scan_strided(int dim, const Query& query, const References& references,
+                                                  long long begin, long long end, long long stride) {
+  Candidate best = no_candidate();
+  long long j = begin;
+  for (; j + (kRefs - 1) * stride < end; j += kRefs * stride) {
+    float sum[kRefs];
+#pragma unroll
+    for (int r = 0; r < kRefs; ++r) sum[r] = 0.f;
+#pragma unroll
+    for (int t = 0; t < dim; ++t) {
+      const float q = query(t);
+#pragma unroll
+      for (int r = 0; r < kRefs; ++r) {
+        const float diff = q - references(j + r * stride, t);
+        sum[r] += diff * diff;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRefs; ++r)
+      if (sum[r] < best.distance) best = {sum[r], static_cast<std::int32_t>(j + r * stride)};
+  }
+  return scan_references(best, j, end, stride, 0,
+                         [&](long long i) { return squared_distance(dim, query, references, i); });
+}
+
+// References transposed to dim × ld with ld a multiple of 4 and the array 16-byte aligned: dimension
+// t of references 4i .. 4i+3 is one float4. Quads of the same role as positions above.
+struct SoaQuadReferences {
+  const float* values;
+  long long ld;
+  __device__ __forceinline__ float4 quad(long long i, int t) const {
+    return __ldg(reinterpret_cast<const float4*>(values + t * ld) + i);
+  }
+};
+
+__device__ __forceinline__ void add_squared_differences(float4& sum, float q, const float4& r) {
+  const float dx = q - r.x, dy = q - r.y, dz = q - r.z, dw = q - r.w;
+  sum.x += dx * dx;
+  sum.y += dy * dy;
+  sum.z += dz * dz;
+  sum.w += dw * dw;
+}
+
+__device__ __forceinline__ void take_quad(Candidate& best, const float4& sum, long long first) {
+  if (sum.x < best.distance) best = {sum.x, static_cast<std::int32_t>(first)};
+  if (sum.y < best.distance) best = {sum.y, static_cast<std::int32_t>(first + 1)};
+  if (sum.z < best.distance) best = {sum.z, static_cast<std::int32_t>(first + 2)};
+  if (sum.w < best.distance) best = {sum.w, static_cast<std::int32_t>(first + 3)};
+}
+
+inline constexpr int kQuadsPerStep = 2;  // SoA scans: 8 references per step in two 16-byte loads per dimension
+
+// One thread's share of an SoA scan: quads threadIdx.x, +kThreads, ... (kQuadsPerStep per step, one
+// 16-byte load per quad and dimension), then the last n % 4 references one at a time.
+template <int kThreads, class Query>
+__device__ __forceinline__ Candidate scan_soa_quads(int dim, const Query& query, const SoaQuadReferences& refs,
+                                                    long long n) {
+  Candidate best = no_candidate();
+  const long long quads = n / 4;
+  constexpr long long stride = kThreads;
+  long long i = threadIdx.x;
+  for (; i + (kQuadsPerStep - 1) * stride < quads; i += kQuadsPerStep * stride) {
+    float4 sum[kQuadsPerStep];
+#pragma unroll
+    for (int r = 0; r < kQuadsPerStep; ++r) sum[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int t = 0; t < dim; ++t) {
+      const float q = query(t);
+#pragma unroll
+      for (int r = 0; r < kQuadsPerStep; ++r) add_squared_differences(sum[r], q, refs.quad(i + r * stride, t));
+    }
+#pragma unroll
+    for (int r = 0; r < kQuadsPerStep; ++r) take_quad(best, sum[r], 4 * (i + r * stride));
+  }
+  for (; i < quads; i += stride) {
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int t = 0; t < dim; ++t) add_squared_differences(sum, query(t), refs.quad(i, t));
+    take_quad(best, sum, 4 * i);
+  }
+  const SoaReferences tail{refs.values, refs.ld};
+  return scan_references(best, 4 * quads + threadIdx.x, n, stride, 0,
+                         [&](long long j) { return squared_distance(dim, query, tail, j); });
 }
 
 }  // namespace knn::gpu

@@ -3,6 +3,8 @@
 // timer, device allocations (their host time reported as phase "alloc"), uploads ("h2d"), the
 // answers' download ("d2h"), and the version descriptor every argmin version fills the same way.
 // Declare device buffers after the frame: they are then freed while its device is still current.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -178,6 +180,27 @@ class SingleGpu : public DeviceFrame {
     d.references = upload(p.references, p.reference_floats());
     return d;
   }
+
+  // Threads per block for a one-block-per-query kernel (v3–v6, argmin.cuh): `narrow` when m blocks of
+  // that many threads fill every SM at the occupancy the calculator gives `narrow_kernel`, else
+  // `wide`; always `wide` when `wide_reason` names a reason. Recorded in the result's path.
+  template <typename Kernel>
+  int query_block_threads(int m, Kernel* narrow_kernel, int narrow, int wide, const char* wide_reason = nullptr) {
+    if (wide_reason != nullptr) {
+      ctx_.path = fmt::format("one block of {} threads per query ({})", wide, wide_reason);
+      return wide;
+    }
+    int per_sm = 0;
+    KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, narrow_kernel, narrow, 0));
+    const long long resident = static_cast<long long>(per_sm) * device().sm_count;
+    const int threads = per_sm > 0 && m >= resident ? narrow : wide;
+    ctx_.path = fmt::format("one block of {} threads per query ({} queries; {} blocks of {} fit at once)", threads, m,
+                            resident, narrow);
+    return threads;
+  }
+
+  // Appends a note to the result's path.
+  void add_path(const std::string& note) { ctx_.path = ctx_.path.empty() ? note : ctx_.path + "; " + note; }
 
   void finish(AnswersView answers, Neighbors out, int m) {
     download(answers, out.indices, out.distances, m);

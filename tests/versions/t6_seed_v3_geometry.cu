@@ -7,7 +7,8 @@
 // gridDim.x * 1024; the v3 loop's increment is cut off in the printed text and is taken to be the
 // same. So block b compares query 0 with references b*1024 + t, b*1024 + t + m*1024, ...: n distance
 // evaluations in all instead of m*n, and for m > 1 every answer but query 0's own block is wrong.
-// This version therefore fails validation, as the seeds' code would. Run it beside v3:
+// This version therefore fails validation, as the seeds' code would. Its scan is v3's (scan_strided,
+// four references per step) with the seeds' 1024 threads per block. Run it beside v3:
 //   knnbench-testbin --version v3,t6 --case 10,11 [--host-memory pageable]
 #include <cstddef>
 #include <cstdint>
@@ -26,9 +27,7 @@ __global__ void __launch_bounds__(kSearchThreads)
     const knn::gpu::AosReferences refs{references, dim};
     const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-    const knn::gpu::Candidate c =
-        knn::gpu::scan_references(knn::gpu::no_candidate(), first, n, stride, 0,
-                                  [&](long long j) { return knn::gpu::squared_distance(dim, query, refs, j); });
+    const knn::gpu::Candidate c = knn::gpu::scan_strided<knn::gpu::kRefsPerStep>(dim, query, refs, first, n, stride);
     knn::gpu::block_store_answer(c, blockIdx.x, indices, distances);
   });
 }
