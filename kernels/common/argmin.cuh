@@ -201,7 +201,7 @@ __device__ __forceinline__ void block_store_answer(Candidate c, long long q, std
 // * Row-major references (v3's AoS rows, v5's texel rows) longer than 16 B (kNarrowRowFloats) keep
 //   the seeds' shape, 1024 threads and one reference per step: a warp's load of one dimension then
 //   touches up to 32 lines, and more lines in flight evict each other from L1. Case 11 (k=16), v3 /
-//   v5: 35 / 17 ms that way, 42 / 29 ms with 4 references per step, 64 / 21 ms with 256 threads.
+//   v5: 35 / 11 ms that way, 42 / 29 ms with 4 references per step, 64 / 21 ms with 256 threads.
 //
 // Either way each thread still meets its references in increasing index order and keeps the first
 // of equal distances with a strict `<`, and each sum runs over the dimensions in order.
