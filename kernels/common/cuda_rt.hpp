@@ -14,6 +14,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -283,6 +284,26 @@ class HandlePool {
   std::map<int, std::vector<cudaEvent_t>> events_;
   std::vector<std::pair<void*, std::size_t>> pinned_;
 };
+
+// Resident blocks per SM of `kernel` launched with `threads` threads and no dynamic shared memory
+// on device `ordinal` (which must be current), from the occupancy calculator. The answer depends on
+// the device, the kernel and the block size only, so it is asked once per process and cached: the
+// versions that size their launches with it (v3–v9) would otherwise spend a driver query in every
+// timed call.
+inline int resident_blocks_per_sm(int ordinal, const void* kernel, int threads) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, int>, int> known;
+  const auto key = std::make_tuple(ordinal, kernel, threads);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
+  int per_sm = 0;
+  KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0));
+  std::lock_guard<std::mutex> lock(mutex);
+  known.emplace(key, per_sm);
+  return per_sm;
+}
 
 // `count` elements of page-locked host memory from the pool: a download target that needs no
 // staging copy by the driver and no cudaMallocHost in a timed call.

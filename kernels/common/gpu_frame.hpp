@@ -190,8 +190,7 @@ class SingleGpu : public DeviceFrame {
       ctx_.path = fmt::format("one block of {} threads per query ({})", wide, wide_reason);
       return wide;
     }
-    int per_sm = 0;
-    KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, narrow_kernel, narrow, 0));
+    const int per_sm = cuda::resident_blocks_per_sm(ordinal(), reinterpret_cast<const void*>(narrow_kernel), narrow);
     const long long resident = static_cast<long long>(per_sm) * device().sm_count;
     const int threads = per_sm > 0 && m >= resident ? narrow : wide;
     ctx_.path = fmt::format("one block of {} threads per query ({} queries; {} blocks of {} fit at once)", threads, m,

@@ -15,10 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
-#include <map>
-#include <mutex>
 #include <stdexcept>
-#include <utility>
 
 #include "kernels/common/argmin.cuh"
 #include "kernels/common/transpose.hpp"
@@ -109,27 +106,17 @@ SearchKernel search_kernel(BlockReduce reduce) {
                                          : multiblock_kernel<BlockReduce::tree>;
 }
 
-// The search kernel's SM count and resident blocks per SM on a device. They depend on the device and
-// the kernel only, so they are asked once per process: a multi-GPU call would otherwise spend two
-// driver queries per GPU on every call.
+// The search kernel's SM count and resident blocks per SM on a device. The occupancy answer is
+// cached per process (cuda::resident_blocks_per_sm); the SM count is a runtime attribute lookup.
 struct Occupancy {
   int sms = 0;
   int per_sm = 0;
 };
 
 Occupancy occupancy(int ordinal, BlockReduce reduce) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, BlockReduce>, Occupancy> known;
-  const auto key = std::make_pair(ordinal, reduce);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (const auto it = known.find(key); it != known.end()) return it->second;
-  }
   Occupancy o;
   KNN_CUDA_TRY(cudaDeviceGetAttribute(&o.sms, cudaDevAttrMultiProcessorCount, ordinal));
-  KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&o.per_sm, search_kernel(reduce), kSearchThreads, 0));
-  std::lock_guard<std::mutex> lock(mutex);
-  known.emplace(key, o);
+  o.per_sm = cuda::resident_blocks_per_sm(ordinal, reinterpret_cast<const void*>(search_kernel(reduce)), kSearchThreads);
   return o;
 }
 
