@@ -19,7 +19,7 @@ using knn::gpu::kQueryBlockThreadsWide;
 // One block answers query blockIdx.x; one thread scans quads threadIdx.x, +kThreads, ... (references
 // 4i .. 4i+3, dimension t at soa[t·ld + 4i ...]), then the last n % 4 references, then joins the tree.
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, knn::gpu::query_block_min_blocks(kThreads))
     fused_soa_kernel(int dim, int n, long long ld, const float* __restrict__ queries, const float* __restrict__ soa,
                      std::int32_t* __restrict__ indices, float* __restrict__ distances) {
   knn::gpu::with_block_query(queries + std::size_t(blockIdx.x) * std::size_t(dim), dim, [&](const auto& query) {

@@ -106,7 +106,7 @@ __device__ __forceinline__ knn::gpu::Candidate scan_tile(knn::gpu::Candidate bes
 // (scan_tile), so its references still come in increasing index order; then the block tree picks
 // the answer. A reference costs ceil(dim/4) float4 fetches.
 template <int kThreads, int kRefs>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, knn::gpu::query_block_min_blocks(kThreads))
     texture_kernel(int dim, int n, int tile_rows, int tiles, const cudaTextureObject_t* __restrict__ textures,
                    const float* __restrict__ queries, std::int32_t* __restrict__ indices,
                    float* __restrict__ distances) {

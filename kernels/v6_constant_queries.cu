@@ -35,7 +35,7 @@ struct ConstantQuery {
 // One block answers query blockIdx.x of the batch (query first_query + blockIdx.x overall); one
 // thread scans quads threadIdx.x, +kThreads, ... of the SoA array (as v4), then joins the block tree.
 template <int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, knn::gpu::query_block_min_blocks(kThreads))
     constant_query_kernel(int dim, int n, long long ld, int first_query, const float* __restrict__ soa,
                           std::int32_t* __restrict__ indices, float* __restrict__ distances) {
   const ConstantQuery query{static_cast<int>(blockIdx.x) * dim};

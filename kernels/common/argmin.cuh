@@ -202,18 +202,33 @@ __device__ __forceinline__ void block_store_answer(Candidate c, long long q, std
 //   the seeds' shape, 1024 threads and one reference per step: a warp's load of one dimension then
 //   touches up to 32 lines, and more lines in flight evict each other from L1. Case 11 (k=16), v3 /
 //   v5: 35 / 11 ms that way, 42 / 29 ms with 4 references per step, 64 / 21 ms with 256 threads.
+//   Except: AoS rows of whole float4s (dim % 4 == 0, scan_strided_vec4) load a quarter as many
+//   times, and take block sizes as above with two references per step: case 11 shape 35 -> 9.0 ms
+//   (256 threads), case 9 shape (m=1) 70 -> 18 ms (1024 threads), H100, scan_bench.
 //
 // Either way each thread still meets its references in increasing index order and keeps the first
 // of equal distances with a strict `<`, and each sum runs over the dimensions in order.
 
+// Every one-block-per-query kernel is declared __launch_bounds__(kThreads, query_block_min_blocks(kThreads)).
+// For the narrow (256-thread) blocks that asks for 4 resident blocks per SM, which caps ptxas at 64
+// registers. With the block size alone ptxas aimed at more resident blocks and serialised the loads:
+// v4's kernel on the case 11 shape (k=16) then used 44 registers, ran 5 blocks per SM with warps
+// stalled ~29 cycles per instruction on L1TEX, and took 6.8 ms; capped at 64 registers, 3.6 ms.
+// A minimum of 1 to 3 gives it 72 registers and 3 blocks per SM: 3.5 ms, but 1.11 ms instead of
+// 0.81 at k=3 (H100, scan_bench round "harness", docs/tuning.md). Wide blocks name no minimum (0),
+// as they were tuned.
+inline constexpr int kNarrowMinBlocks = 4;
 inline constexpr int kQueryBlockThreadsNarrow = 256;            // many queries: blocks share L1
 inline constexpr int kQueryBlockThreadsWide = kSearchThreads;  // few queries: each block covers n alone
+constexpr int query_block_min_blocks(int threads) { return threads == kQueryBlockThreadsNarrow ? kNarrowMinBlocks : 0; }
 inline constexpr int kNarrowRowFloats = 4;  // longest row-major reference row that may use narrow blocks
 inline constexpr int kRefsPerStep = 4;      // row-major scans, rows of <= 16 B: references loaded per step
 inline constexpr int kLongRowRefsPerStep = 1;  // row-major scans, longer rows
+inline constexpr int kVec4RowRefsPerStep = 2;  // row-major scans, longer rows of whole float4s
 
 // Why a scan over row-major references of `dim` floats keeps the seeds' shape (wide blocks,
-// kLongRowRefsPerStep), or nullptr when it may use narrow blocks and kRefsPerStep.
+// kLongRowRefsPerStep), or nullptr when it may use narrow blocks and kRefsPerStep. (v3 reads long
+// rows of whole float4s with scan_strided_vec4 instead, when vec4_rows_fit.)
 inline const char* wide_row_reason(int dim) {
   return dim > kNarrowRowFloats ? "reference rows longer than 16 B" : nullptr;
 }
@@ -245,6 +260,56 @@ __device__ __forceinline__ Candidate scan_strided(int dim, const Query& query, c
   }
   return scan_references(best, j, end, stride, 0,
                          [&](long long i) { return squared_distance(dim, query, references, i); });
+}
+
+// References as stored by the harness, rows of dim floats with dim % 4 == 0 and the array 16-byte
+// aligned: dimensions 4g .. 4g+3 of reference j are one float4 (vec4_rows_fit checks on the host).
+struct AosVec4References {
+  const float* values;
+  int dim;
+  __device__ __forceinline__ float4 group(long long j, int g) const {
+    return __ldg(reinterpret_cast<const float4*>(values + j * dim) + g);
+  }
+};
+
+inline bool vec4_rows_fit(const float* values, int dim) {
+  return dim % 4 == 0 && reinterpret_cast<std::uintptr_t>(values) % 16 == 0;
+}
+
+// As scan_strided, reading each reference row as dim / 4 float4s (one 16-byte load where the
+// scalar scan makes four 4-byte ones); each sum still runs over the dimensions in order.
+template <int kRefs, class Query>
+__device__ __forceinline__ Candidate scan_strided_vec4(int dim, const Query& query, const AosVec4References& references,
+                                                       long long begin, long long end, long long stride) {
+  Candidate best = no_candidate();
+  const int groups = dim / 4;
+  long long j = begin;
+  for (; j + (kRefs - 1) * stride < end; j += kRefs * stride) {
+    float sum[kRefs];
+#pragma unroll
+    for (int r = 0; r < kRefs; ++r) sum[r] = 0.f;
+#pragma unroll 4
+    for (int g = 0; g < groups; ++g) {
+      float4 v[kRefs];
+#pragma unroll
+      for (int r = 0; r < kRefs; ++r) v[r] = references.group(j + r * stride, g);
+      const float q0 = query(4 * g), q1 = query(4 * g + 1), q2 = query(4 * g + 2), q3 = query(4 * g + 3);
+#pragma unroll
+      for (int r = 0; r < kRefs; ++r) {
+        const float d0 = q0 - v[r].x, d1 = q1 - v[r].y, d2 = q2 - v[r].z, d3 = q3 - v[r].w;
+        sum[r] += d0 * d0;
+        sum[r] += d1 * d1;
+        sum[r] += d2 * d2;
+        sum[r] += d3 * d3;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRefs; ++r)
+      if (sum[r] < best.distance) best = {sum[r], static_cast<std::int32_t>(j + r * stride)};
+  }
+  const AosReferences rows{references.values, dim};
+  return scan_references(best, j, end, stride, 0,
+                         [&](long long i) { return squared_distance(dim, query, rows, i); });
 }
 
 // References transposed to dim × ld with ld a multiple of 4 and the array 16-byte aligned: dimension
