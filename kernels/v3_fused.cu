@@ -48,12 +48,11 @@ void launch(knn::gpu::SingleGpu& gpu, const knn::Problem& p, const float* querie
 }
 
 // The launch for rows read as kRows with kRefs per step: narrow or wide blocks as query_block_threads
-// chooses (always wide when long_rows names a reason).
+// chooses.
 template <int kRefs, Rows kRows>
 void run_scan(knn::gpu::SingleGpu& gpu, const knn::Problem& p, const float* queries, const float* references,
-              const knn::gpu::DeviceAnswers& answers, const char* long_rows) {
-  const int threads =
-      gpu.query_block_threads(p.m, fused_aos_kernel<kNarrow, kRefs, kRows>, kNarrow, kWide, long_rows);
+              const knn::gpu::DeviceAnswers& answers) {
+  const int threads = gpu.query_block_threads(p.m, fused_aos_kernel<kNarrow, kRefs, kRows>, kNarrow, kWide);
   gpu.launch("kernel", [&] {
     if (threads == kNarrow)
       launch<kNarrow, kRefs, kRows>(gpu, p, queries, references, answers);
@@ -70,12 +69,15 @@ void v3_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   const float* references = input.references.data();
   const char* long_rows = knn::gpu::wide_row_reason(p.dim);
   if (long_rows == nullptr) {
-    run_scan<kRefsPerStep, Rows::scalar>(gpu, p, queries, references, answers, nullptr);
+    run_scan<kRefsPerStep, Rows::scalar>(gpu, p, queries, references, answers);
   } else if (knn::gpu::vec4_rows_fit(references, p.dim)) {
-    run_scan<knn::gpu::kVec4RowRefsPerStep, Rows::vec4>(gpu, p, queries, references, answers, nullptr);
+    run_scan<knn::gpu::kVec4RowRefsPerStep, Rows::vec4>(gpu, p, queries, references, answers);
     gpu.add_path(fmt::format("rows read as {} float4s", p.dim / 4));
   } else {
-    run_scan<knn::gpu::kLongRowRefsPerStep, Rows::scalar>(gpu, p, queries, references, answers, long_rows);
+    gpu.wide_query_blocks(kWide, long_rows);
+    gpu.launch("kernel", [&] {
+      launch<kWide, knn::gpu::kLongRowRefsPerStep, Rows::scalar>(gpu, p, queries, references, answers);
+    });
   }
   gpu.finish(answers, out, p.m);
 }

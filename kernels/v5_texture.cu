@@ -231,7 +231,11 @@ void v5_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   const auto device_handles = gpu.upload(handles.data(), handles.size());
   knn::gpu::DeviceAnswers answers = gpu.alloc_answers(p.m);
   const char* long_rows = knn::gpu::wide_row_reason(p.dim);
-  const int threads = gpu.query_block_threads(p.m, texture_kernel<kNarrow, kRefsPerStep>, kNarrow, kWide, long_rows);
+  int threads = kWide;
+  if (long_rows != nullptr)
+    gpu.wide_query_blocks(kWide, long_rows);
+  else
+    threads = gpu.query_block_threads(p.m, texture_kernel<kNarrow, kRefsPerStep>, kNarrow, kWide);
   const cudaTextureObject_t* tiles = device_handles.data();
   gpu.launch("kernel", [&] {
     if (long_rows != nullptr)

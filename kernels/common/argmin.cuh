@@ -221,7 +221,7 @@ inline constexpr int kNarrowMinBlocks = 4;
 inline constexpr int kQueryBlockThreadsNarrow = 256;            // many queries: blocks share L1
 inline constexpr int kQueryBlockThreadsWide = kSearchThreads;  // few queries: each block covers n alone
 constexpr int query_block_min_blocks(int threads) { return threads == kQueryBlockThreadsNarrow ? kNarrowMinBlocks : 0; }
-inline constexpr int kNarrowRowFloats = 4;  // longest row-major reference row that may use narrow blocks
+inline constexpr int kNarrowRowFloats = 4;  // longest row-major row read a float at a time in narrow blocks
 inline constexpr int kRefsPerStep = 4;      // row-major scans, rows of <= 16 B: references loaded per step
 inline constexpr int kLongRowRefsPerStep = 1;  // row-major scans, longer rows
 inline constexpr int kVec4RowRefsPerStep = 2;  // row-major scans, longer rows of whole float4s

@@ -183,19 +183,20 @@ class SingleGpu : public DeviceFrame {
 
   // Threads per block for a one-block-per-query kernel (v3–v6, argmin.cuh): `narrow` when m blocks of
   // that many threads fill every SM at the occupancy the calculator gives `narrow_kernel`, else
-  // `wide`; always `wide` when `wide_reason` names a reason. Recorded in the result's path.
+  // `wide`. Recorded in the result's path.
   template <typename Kernel>
-  int query_block_threads(int m, Kernel* narrow_kernel, int narrow, int wide, const char* wide_reason = nullptr) {
-    if (wide_reason != nullptr) {
-      ctx_.path = fmt::format("one block of {} threads per query ({})", wide, wide_reason);
-      return wide;
-    }
+  int query_block_threads(int m, Kernel* narrow_kernel, int narrow, int wide) {
     const int per_sm = cuda::resident_blocks_per_sm(ordinal(), reinterpret_cast<const void*>(narrow_kernel), narrow);
     const long long resident = static_cast<long long>(per_sm) * device().sm_count;
     const int threads = per_sm > 0 && m >= resident ? narrow : wide;
     ctx_.path = fmt::format("one block of {} threads per query ({} queries; {} blocks of {} fit at once)", threads, m,
                             resident, narrow);
     return threads;
+  }
+  // Records in the result's path that a one-block-per-query kernel takes `wide` threads per block
+  // whatever m is, and why.
+  void wide_query_blocks(int wide, const char* reason) {
+    ctx_.path = fmt::format("one block of {} threads per query ({})", wide, reason);
   }
 
   // Appends a note to the result's path.

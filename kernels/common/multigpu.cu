@@ -1,8 +1,9 @@
 // v8/v9's multi-GPU driver (kernels/common/multigpu.hpp).
 //
 // No lock guards the results: each GPU's thread writes only its own slot (answers, phase times,
-// error); after a barrier the threads merge disjoint ranges of queries. The harness's TimingSink is not thread-safe, so each thread
-// reports its PhaseTimer into its own sink, copied into ctx.timing (add_device) afterwards.
+// error); after a barrier the threads merge disjoint ranges of queries. The harness's TimingSink is
+// not thread-safe, so each thread reports its PhaseTimer into its own sink, copied into ctx.timing
+// (add_device) afterwards.
 // Phase "gpu_thread" is each thread's host wall time for its slice (set-up, enqueue, wait, tear-down);
 // the call's time beyond the slowest thread and "merge" is the parallel region's fork and join.
 // Exceptions cannot leave an OpenMP region: each thread stores its own, and the first (in device
