@@ -7,8 +7,9 @@
 // gridDim.x * 1024; the v3 loop's increment is cut off in the printed text and is taken to be the
 // same. So block b compares query 0 with references b*1024 + t, b*1024 + t + m*1024, ...: n distance
 // evaluations in all instead of m*n, and for m > 1 every answer but query 0's own block is wrong.
-// This version therefore fails validation, as the seeds' code would. Its scan is v3's (scan_strided,
-// four references per step) with the seeds' 1024 threads per block. Run it beside v3:
+// This version therefore fails validation, as the seeds' code would. Its scan is v3's for rows of up
+// to 4 floats (scan_strided, four references per step; v3 reads longer rows of whole float4s with
+// scan_strided_vec4) with the seeds' 1024 threads per block. Run it beside v3:
 //   knnbench-testbin --version v3,t6 --case 10,11 [--host-memory pageable]
 #include <cstddef>
 #include <cstdint>
