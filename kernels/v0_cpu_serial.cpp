@@ -1,8 +1,8 @@
 // v0: the seeds' serial CPU algorithm, and the reference every other version is validated against.
 // One thread; for each query, every reference is visited in order and the squared distance is
 // compared with a strict `<`, so the first of equal minima wins. Any topk is supported.
-#include "kernels/common/cpu_topk.hpp"
-#include "registry.hpp"
+#include "core/topk.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 
 #include "kernels/common/kdtree.hpp"
 #include "kernels/common/tree_threads.hpp"
-#include "registry.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 
 #include "kernels/common/octree.hpp"
 #include "kernels/common/tree_threads.hpp"
-#include "registry.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

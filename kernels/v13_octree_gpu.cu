@@ -18,13 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/cuda_rt.hpp"
+#include "core/cuda/runtime.hpp"
 #include "kernels/common/tree_threads.hpp"
 #include "kernels/common/octree.hpp"
 #include "kernels/common/tree_gpu.cuh"
 #include "kernels/common/tree_query.hpp"
 #include "kernels/common/tree_topk.hpp"
-#include "registry.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

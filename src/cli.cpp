@@ -9,9 +9,9 @@
 
 #include "build_info.hpp"
 #include "compare.hpp"
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "matrix.hpp"
-#include "registry.hpp"
+#include "core/registry.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 

@@ -15,7 +15,7 @@
 #include <system_error>
 #include <vector>
 
-#include "errors.hpp"
+#include "core/errors.hpp"
 
 namespace knn {
 

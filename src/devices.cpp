@@ -7,7 +7,7 @@
 #include <thread>
 
 #if KNN_HAVE_CUDA
-#include "kernels/common/cuda_rt.hpp"
+#include "core/cuda/runtime.hpp"
 #endif
 
 namespace knn {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "environment.hpp"
+#include "core/environment.hpp"
 
 namespace knn {
 

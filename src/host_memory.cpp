@@ -5,7 +5,7 @@
 #include <new>
 
 #if KNN_HAVE_CUDA
-#include "kernels/common/cuda_rt.hpp"
+#include "core/cuda/runtime.hpp"
 #endif
 
 namespace knn {

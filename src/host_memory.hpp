@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "environment.hpp"
+#include "core/environment.hpp"
 
 namespace knn {
 

@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "cli.hpp"
-#include "errors.hpp"
+#include "core/errors.hpp"
 
 int main(int argc, char** argv) {
   try {

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "datafile.hpp"
-#include "errors.hpp"
+#include "core/errors.hpp"
 
 namespace knn {
 namespace {

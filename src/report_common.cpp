@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "errors.hpp"
-#include "registry.hpp"
+#include "core/errors.hpp"
+#include "core/registry.hpp"
 #include "report.hpp"
 #include "selection.hpp"
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "environment.hpp"
+#include "core/environment.hpp"
 #include "matrix.hpp"
 #include "stats.hpp"
 #include "sysinfo.hpp"

@@ -23,7 +23,7 @@
 #include "data.hpp"
 #include "datafile.hpp"
 #include "devices.hpp"
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "host_memory.hpp"
 #include "report.hpp"
 #include "selection.hpp"

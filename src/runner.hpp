@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "environment.hpp"
+#include "core/environment.hpp"
 #include "matrix.hpp"
-#include "registry.hpp"
+#include "core/registry.hpp"
 #include "result.hpp"
 
 namespace knn {

@@ -1,6 +1,6 @@
 #include "selection.hpp"
 
-#include <cstdlib>
+#include <string>
 
 namespace knn {
 namespace {
@@ -12,8 +12,6 @@ bool parse_id(const std::string& s, int& out) {
   out = std::stoi(s);
   return true;
 }
-
-long version_number(const std::string& id) { return id.size() > 1 ? std::strtol(id.c_str() + 1, nullptr, 10) : -1; }
 
 }  // namespace
 
@@ -36,11 +34,6 @@ bool parse_case_range(const std::string& item, int& lo, int& hi) {
   const auto dash = item.find('-');
   if (dash == std::string::npos) return parse_id(item, lo) && parse_id(item, hi);
   return parse_id(item.substr(0, dash), lo) && parse_id(item.substr(dash + 1), hi) && lo <= hi;
-}
-
-bool version_less(const std::string& a, const std::string& b) {
-  const long na = version_number(a), nb = version_number(b);
-  return na != nb ? na < nb : a < b;
 }
 
 }  // namespace knn

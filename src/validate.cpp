@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/common/cpu_topk.hpp"
+#include "core/topk.hpp"
 
 namespace knn {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "problem.hpp"
+#include "core/problem.hpp"
 
 namespace knn {
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 
 #include "devices.hpp"
-#include "kernels/common/cuda_rt.hpp"
+#include "core/cuda/runtime.hpp"
 
 namespace {
 // One block of 32 threads; each thread writes its own slot.

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "matrix.hpp"
 
 namespace {

@@ -23,7 +23,7 @@
 
 #include "data.hpp"
 #include "datafile.hpp"
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "matrix.hpp"
 #include "report.hpp"
 

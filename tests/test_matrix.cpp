@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "matrix.hpp"
 
 using knn::ConfigError;

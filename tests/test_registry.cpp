@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "errors.hpp"
-#include "kernels/common/cpu_topk.hpp"
+#include "core/errors.hpp"
+#include "core/topk.hpp"
 #include "test_support.hpp"
 
 using namespace knn;

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "data.hpp"
-#include "environment.hpp"
+#include "core/environment.hpp"
 #include "host_memory.hpp"
-#include "problem.hpp"
-#include "registry.hpp"
+#include "core/problem.hpp"
+#include "core/registry.hpp"
 #include "result.hpp"
 #include "runner.hpp"
 #include "validate.hpp"

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/cpu_topk.hpp"
+#include "core/topk.hpp"
 #include "kernels/common/kdtree.hpp"
 #include "kernels/common/octree.hpp"
-#include "registry.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "kernels/common/argmin.cuh"
 
 namespace knn::gpu {

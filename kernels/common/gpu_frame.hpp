@@ -14,8 +14,8 @@
 #include <string>
 #include <utility>
 
-#include "kernels/common/cuda_rt.hpp"
-#include "registry.hpp"
+#include "core/cuda/runtime.hpp"
+#include "core/registry.hpp"
 
 namespace knn::gpu {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The multi-GPU driver of v8 and v9: they differ only in the search blocks' reduction.
 #include "kernels/common/multiblock.hpp"
-#include "registry.hpp"
+#include "core/registry.hpp"
 
 namespace knn::gpu {
 

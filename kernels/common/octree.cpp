@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/common/cpu_topk.hpp"
+#include "core/topk.hpp"
 #include "kernels/common/tree_topk.hpp"
 
 namespace knn::tree {

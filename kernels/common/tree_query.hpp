@@ -7,8 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/common/cuda_rt.hpp"
-#include "registry.hpp"
+#include "core/cuda/runtime.hpp"
+#include "core/registry.hpp"
 
 namespace knn::tree::gpu {
 

@@ -4,7 +4,7 @@
 
 #include <climits>
 
-#include "environment.hpp"
+#include "core/environment.hpp"
 
 namespace knn::tree {
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "datafile.hpp"
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "fuzz_messages.hpp"
 
 namespace {

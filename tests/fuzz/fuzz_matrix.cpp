@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "errors.hpp"
+#include "core/errors.hpp"
 #include "fuzz_messages.hpp"
 #include "matrix.hpp"
 

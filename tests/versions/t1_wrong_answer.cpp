@@ -1,8 +1,8 @@
 // Test-only version, linked into knnbench-testbin and never into knnbench: answers every query
 // with a neighbour that is not the nearest, so the harness's failure path and exit code 1 can
 // be tested end to end.
-#include "kernels/common/cpu_topk.hpp"
-#include "registry.hpp"
+#include "core/topk.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // Test-only version: dies with SIGSEGV on its first call, to test --isolate.
 #include <csignal>
 
-#include "registry.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

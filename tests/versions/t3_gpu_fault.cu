@@ -1,8 +1,8 @@
 // Test-only version: a kernel that writes through an invalid device address, which leaves the
 // process's CUDA context broken (cudaErrorIllegalAddress is sticky). Used to test --isolate on a
 // GPU machine.
-#include "kernels/common/cuda_rt.hpp"
-#include "registry.hpp"
+#include "core/cuda/runtime.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <thread>
 
-#include "kernels/common/cpu_topk.hpp"
-#include "registry.hpp"
+#include "core/topk.hpp"
+#include "core/registry.hpp"
 
 namespace {
 

@@ -1,10 +1,9 @@
-#include "registry.hpp"
+#include "core/registry.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
-#include "selection.hpp"
 
 namespace knn {
 
@@ -16,6 +15,12 @@ const char* to_string(Family f) {
     case Family::tree: return "tree";
   }
   return "?";
+}
+
+bool version_less(const std::string& a, const std::string& b) {
+  const auto number = [](const std::string& id) { return id.size() > 1 ? std::strtol(id.c_str() + 1, nullptr, 10) : -1L; };
+  const long na = number(a), nb = number(b);
+  return na != nb ? na < nb : a < b;
 }
 
 namespace {

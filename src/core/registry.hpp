@@ -1,16 +1,15 @@
 #pragma once
 // The version registry. Each file in kernels/ ends with one KNN_REGISTER_VERSION(...)
-// statement; the harness iterates the registry and never names a version (except v0,
-// the reference for validation).
+// statement; the harness iterates the registry and never names a version.
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "environment.hpp"
-#include "problem.hpp"
-#include "timing.hpp"
+#include "core/environment.hpp"
+#include "core/problem.hpp"
+#include "core/timing.hpp"
 
 namespace knn {
 
@@ -57,6 +56,9 @@ struct VersionDesc {
 // Adapts a plain query function (brute-force versions have no build step).
 using QueryFn = void (*)(const Problem&, Neighbors, RunContext&);
 std::function<std::unique_ptr<VersionInstance>()> query_only(QueryFn fn);
+
+// Version ids in numeric order: v2 before v10; ties by text.
+bool version_less(const std::string& a, const std::string& b);
 
 class Registry {
  public:
