@@ -1,0 +1,125 @@
+#pragma once
+// What the data-file readers share (src/datafile*.cpp): the checked file handle, message helpers
+// and the per-format entry points. Internal to the harness's data-file reader; see datafile.hpp.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <cfloat>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <string_view>
+#include <system_error>
+#include <vector>
+#include "core/errors.hpp"
+#include "datafile.hpp"
+
+namespace knn::datafile_detail {
+
+inline constexpr std::uint64_t kMaxNpyHeader = 1u << 16;   // NumPy itself reads at most 10000 bytes by default
+inline constexpr std::size_t kMaxCsvLine = 16u << 20;      // a row of 16 MiB is far past any k we run
+inline constexpr std::size_t kReadChunk = 1u << 20;
+
+// Paths and tokens in messages: control characters escaped, so an error stays one line.
+inline std::string shown(std::string_view raw, std::size_t limit = 200) {
+  std::string s;
+  for (unsigned char ch : raw) {
+    if (s.size() > limit) {
+      s += "...";
+      break;
+    }
+    if (ch < 0x20 || ch == 0x7f) s += fmt::format("\\x{:02x}", ch);
+    else s += char(ch);
+  }
+  return s;
+}
+
+[[noreturn]] inline void refuse(const std::string& path, const std::string& what) {
+  throw ConfigError(fmt::format("{}: {}", shown(path), what));
+}
+
+// A read-only file descriptor on a regular file. O_NONBLOCK keeps open() from waiting on a FIFO,
+// which fstat then refuses.
+class File {
+ public:
+  explicit File(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) {
+      const int err = errno;
+      refuse(path, err == ENOENT ? std::string("no such file: expected a data file")
+                                 : fmt::format("cannot open ({}): expected a readable data file", std::strerror(err)));
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      fd_ = -1;
+      refuse(path, "not a regular file: expected a data file");
+    }
+    size_ = std::uint64_t(st.st_size);
+  }
+  ~File() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  std::uint64_t size() const { return size_; }
+
+  // Reads up to `bytes` at `offset`; returns how many arrived (fewer only at the end of the file).
+  std::uint64_t read_some(std::uint64_t offset, void* dst, std::uint64_t bytes) const {
+    auto* p = static_cast<char*>(dst);
+    std::uint64_t done = 0;
+    while (done < bytes) {
+      const std::size_t want = std::size_t(std::min<std::uint64_t>(bytes - done, 1u << 30));
+      const ssize_t got = ::pread(fd_, p + done, want, off_t(offset + done));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        refuse(path_, fmt::format("read error at byte {} ({})", offset + done, std::strerror(errno)));
+      }
+      if (got == 0) break;
+      done += std::uint64_t(got);
+    }
+    return done;
+  }
+
+  // Reads exactly `bytes`: the sizes were checked, so a short read means the file shrank meanwhile.
+  void read_at(std::uint64_t offset, void* dst, std::uint64_t bytes) const {
+    const std::uint64_t got = read_some(offset, dst, bytes);
+    if (got != bytes)
+      refuse(path_, fmt::format("short read at byte {}: {} of {} bytes: the file changed while it was read", offset + got, got, bytes));
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+inline std::uint32_t le32(const unsigned char* b) { return std::uint32_t(b[0]) | std::uint32_t(b[1]) << 8 | std::uint32_t(b[2]) << 16 | std::uint32_t(b[3]) << 24; }
+
+inline const char* non_finite_name(float x) { return std::isnan(x) ? "NaN" : x > 0 ? "+Inf" : "-Inf"; }
+
+inline std::size_t first_non_finite(const float* v, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i)
+    if (!std::isfinite(v[i])) return i;
+  return count;
+}
+
+inline std::string lower_extension(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  const auto dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string ext = path.substr(dot);
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+// The readers of each format (datafile_npy.cpp, datafile_csv.cpp, datafile.cpp).
+DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo info);
+DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo info);
+void read_csv(const DataFileInfo& info, const File& f, float* out);
+
+}  // namespace knn::datafile_detail
