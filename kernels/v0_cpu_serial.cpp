@@ -15,6 +15,7 @@ knn::VersionDesc describe() {
   d.id = "v0";
   d.title = "CPU serial brute force (reference)";
   d.family = knn::Family::cpu;
+  d.self_join = true;
   d.make = knn::query_only(v0_query);
   return d;
 }

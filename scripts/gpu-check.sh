@@ -14,6 +14,11 @@
 #   secondlevel v7 beside test-only t5 (v7 reducing on the GPU)    -> v7-second-level.{json,md}
 #   seedgeometry v3 beside test-only t6 (the seeds' v3-v6 grid: 1/m of the work, wrong answers) on
 #               cases 10-11, pinned and pageable                  -> seed-geometry{,-pageable}.{json,md}
+#   integrity   the default matrix and configs/trees.json each run twice (separate processes), then
+#               `compare` of the twins                             -> integrity/{default,trees}-{1,2}.*, compare-*.txt
+#   slowed      every single-GPU brute-force version plus test-only t8 (v4 with KNN_SLOWDOWN_PCT% more
+#               of the same work) on cases 8-11, once at 0 % and once at 10 %, then `compare`
+#                                                                  -> integrity/slowed-{0,10}.*, compare-slowed.txt
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
@@ -37,8 +42,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|sanitize) steps+=("$1") ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|slowed|sanitize) steps+=("$1") ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -115,6 +120,34 @@ for step in "${steps[@]}"; do
         others=$(grep -E "^(Fail|Error|Skip)" "$OUT/$name.log" | grep -vc " t6 ")
         [ "$others" -eq 0 ] || status=1
       done
+      ;;
+    integrity)
+      # compare exits with the number of SLOWER verdicts: the step fails on any.
+      mkdir -p "$OUT/integrity"
+      for run in 1 2; do
+        log "integrity: default matrix, run $run"
+        "$bin" --json "$OUT/integrity/default-$run.json" --md "$OUT/integrity/default-$run.md" "${extra[@]}" \
+          >"$OUT/integrity/default-$run.log" 2>&1 || status=1
+        log "integrity: trees matrix, run $run"
+        "$bin" --config configs/trees.json --version v10,v11,v12,v13 --validate-queries 8192 \
+          --json "$OUT/integrity/trees-$run.json" --md "$OUT/integrity/trees-$run.md" "${extra[@]}" \
+          >"$OUT/integrity/trees-$run.log" 2>&1 || status=1
+      done
+      for m in default trees; do
+        "$bin" compare "$OUT/integrity/$m-1.json" "$OUT/integrity/$m-2.json" >"$OUT/integrity/compare-$m.txt" 2>&1
+        rc=$?; echo "compare $m: exit $rc" | tee -a "$OUT/gpu-check.log"; [ $rc -eq 0 ] || status=1
+      done
+      ;;
+    slowed)
+      mkdir -p "$OUT/integrity"
+      for pct in 0 10; do
+        log "slowed: v1-v7 and t8 (v4 + $pct % more work) on cases 8-11"
+        KNN_SLOWDOWN_PCT=$pct "$BUILD_DIR/tests/knnbench-testbin" --version v1,v2,v3,v4,v5,v6,v7,t8 --case 8-11 \
+          --json "$OUT/integrity/slowed-$pct.json" --md "$OUT/integrity/slowed-$pct.md" "${extra[@]}" \
+          >"$OUT/integrity/slowed-$pct.log" 2>&1 || status=1
+      done
+      "$bin" compare "$OUT/integrity/slowed-0.json" "$OUT/integrity/slowed-10.json" >"$OUT/integrity/compare-slowed.txt" 2>&1
+      echo "compare slowed: exit $? (expected: the number of t8 rows, 4)" | tee -a "$OUT/gpu-check.log"
       ;;
     sanitize)
       if ! command -v compute-sanitizer >/dev/null 2>&1; then

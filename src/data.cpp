@@ -13,6 +13,7 @@ const char* to_string(Distribution d) {
     case Distribution::uniform: return "uniform";
     case Distribution::clusters: return "clusters";
     case Distribution::duplicates: return "duplicates";
+    case Distribution::integers: return "integers";
   }
   return "?";
 }
@@ -21,6 +22,7 @@ bool parse_distribution(const std::string& s, Distribution& out) {
   if (s == "uniform") out = Distribution::uniform;
   else if (s == "clusters") out = Distribution::clusters;
   else if (s == "duplicates") out = Distribution::duplicates;
+  else if (s == "integers") out = Distribution::integers;
   else return false;
   return true;
 }
@@ -61,7 +63,8 @@ double approx_normal(const Stream& s, std::uint64_t base) {
 
 }  // namespace
 
-void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t count, float* out) {
+void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t count, float* out,
+                     std::uint32_t integer_max) {
   const Stream s(seed, static_cast<std::uint64_t>(set));
   const std::size_t total = count * std::size_t(dim);
   switch (dist) {
@@ -74,6 +77,14 @@ void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int di
 #pragma omp parallel for schedule(static)
       for (long long i = 0; i < (long long)total; ++i)
         out[i] = float(s(std::uint64_t(i)) >> 61) * (1.0f / kGridLevels);  // 3 bits: 8 levels
+      break;
+    }
+    case Distribution::integers: {
+      // (bits >> 32) · max / 2^32: a whole number in [0, max), exact in 64-bit integers.
+      const std::uint64_t max = integer_max == 0 ? 1 : integer_max;
+#pragma omp parallel for schedule(static)
+      for (long long i = 0; i < (long long)total; ++i)
+        out[i] = float(((s(std::uint64_t(i)) >> 32) * max) >> 32);
       break;
     }
     case Distribution::clusters: {

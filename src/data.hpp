@@ -9,7 +9,7 @@
 
 namespace knn {
 
-enum class Distribution { uniform, clusters, duplicates };
+enum class Distribution { uniform, clusters, duplicates, integers };
 const char* to_string(Distribution d);
 bool parse_distribution(const std::string& s, Distribution& out);
 
@@ -20,7 +20,13 @@ enum class PointSet : std::uint64_t { queries = 1, references = 2 };
 //  uniform:    each coordinate in [0, 1), a multiple of 2^-24
 //  clusters:   16 Gaussian blobs (sigma 0.05) with centres in [0.1, 0.9)^dim, shared by both sets
 //  duplicates: coordinates on an 8-level grid {0, 1/8, ..., 7/8}: exact duplicates and ties are common
-void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t count, float* out);
+//  integers:   each coordinate a whole number in [0, integer_max), stored as float (seed 003's
+//              rand() % MAX): exact, and with small integer_max full of exact ties
+// integer_max is used by `integers` only (1 ≤ integer_max ≤ 2^24, so every value is exact in float).
+inline constexpr std::uint32_t kDefaultIntegerMax = 100;
+inline constexpr std::uint32_t kMaxIntegerMax = 1u << 24;
+void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t count, float* out,
+                     std::uint32_t integer_max = kDefaultIntegerMax);
 
 // 64-bit checksum of a float array's bytes (FNV-1a over 8-byte little-endian words, then a
 // SplitMix64 finaliser), printed as 16 hex digits. Equal checksums mean equal inputs.

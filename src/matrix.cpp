@@ -82,7 +82,7 @@ struct Checker {
   Distribution distribution(const json& v, const std::string& path) const {
     Distribution d;
     if (!v.is_string() || !parse_distribution(v.get<std::string>(), d))
-      fail(path, v, "a distribution: \"uniform\", \"clusters\" or \"duplicates\"");
+      fail(path, v, "a distribution: \"uniform\", \"clusters\", \"duplicates\" or \"integers\"");
     return d;
   }
 
@@ -189,19 +189,44 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
     const json& cj = cases[i];
     const std::string p = fmt::format("/cases/{}", i);
     if (!cj.is_object()) c.fail(p, cj, "a case object with id, k, m, n");
-    c.only_keys(cj, p, {"id", "k", "m", "n", "topk", "distribution", "seed", "groups", "description", "queries_file", "references_file"});
+    c.only_keys(cj, p, {"id", "k", "m", "n", "topk", "distribution", "max", "self_join", "seed", "groups", "description",
+                        "queries_file", "references_file", "validate_queries"});
+    bool self_join = false;
+    if (cj.contains("self_join")) {
+      if (!cj["self_join"].is_boolean()) c.fail(p + "/self_join", cj["self_join"], "true or false");
+      self_join = cj["self_join"].get<bool>();
+    }
     for (const char* req : {"id", "k", "m", "n"})
-      if (!cj.contains(req)) c.fail(p + "/" + req, json(nullptr), fmt::format("field \"{}\" (required)", req));
+      if (!cj.contains(req) && !(self_join && std::string(req) == "m"))
+        c.fail(p + "/" + req, json(nullptr), fmt::format("field \"{}\" (required{})", req, self_join ? " with or without self_join" : ""));
     Case cs;
     cs.id = int(c.integer(cj["id"], p + "/id", 0, INT_MAX, "a case id"));
     if (!ids.insert(cs.id).second) c.fail(p + "/id", cj["id"], "a unique case id (this one is used twice)");
     cs.dim = int(c.integer(cj["k"], p + "/k", 1, INT_MAX, "the dimension k"));
-    cs.m = int(c.integer(cj["m"], p + "/m", 1, INT_MAX, "the query count m"));
     cs.n = int(c.integer(cj["n"], p + "/n", 1, INT_MAX, "the reference count n"));
+    cs.self_join = self_join;
+    if (self_join) {
+      // One point set: m is n. A case may say so; any other m is a contradiction.
+      if (cj.contains("m") && c.integer(cj["m"], p + "/m", 1, INT_MAX, "the query count m") != cs.n)
+        c.fail(p + "/m", cj["m"], fmt::format("m = n = {} or no m: a self-join (case {}) queries its own {} references", cs.n, cs.id, cs.n));
+      if (cj.contains("queries_file")) c.fail(p + "/queries_file", cj["queries_file"], "no queries_file in a self-join (the references are the queries)");
+      cs.m = cs.n;
+    } else {
+      cs.m = int(c.integer(cj["m"], p + "/m", 1, INT_MAX, "the query count m"));
+    }
     cs.topk = cj.contains("topk") ? int(c.integer(cj["topk"], p + "/topk", 1, INT_MAX, "a neighbour count topk")) : def_topk;
-    if (cs.topk > cs.n)
-      c.fail(cj.contains("topk") ? p + "/topk" : "/defaults/topk", json(cs.topk), fmt::format("topk ≤ n = {}", cs.n));
+    if (cs.topk > cs.n - (self_join ? 1 : 0))
+      c.fail(cj.contains("topk") ? p + "/topk" : "/defaults/topk", json(cs.topk),
+             self_join ? fmt::format("topk ≤ n − 1 = {} in case {}: a self-join excludes the point itself", cs.n - 1, cs.id)
+                       : fmt::format("topk ≤ n = {}", cs.n));
     cs.distribution = cj.contains("distribution") ? c.distribution(cj["distribution"], p + "/distribution") : def_dist;
+    if (cj.contains("max")) {
+      if (cs.distribution != Distribution::integers)
+        c.fail(p + "/max", cj["max"], fmt::format("no \"max\" unless the distribution is \"integers\" (case {} is {})", cs.id, to_string(cs.distribution)));
+      cs.integer_max = std::uint32_t(c.integer(cj["max"], p + "/max", 1, kMaxIntegerMax, "the integers' bound max (values in [0, max))"));
+    }
+    if (cj.contains("validate_queries"))
+      cs.validate_queries = int(c.integer(cj["validate_queries"], p + "/validate_queries", 1, INT_MAX, "a number of queries to validate"));
     cs.seed = cj.contains("seed") ? c.seed(cj["seed"], p + "/seed") : def_seed;
     if (cj.contains("groups")) cs.groups = c.groups(cj["groups"], p + "/groups");
     if (cj.contains("description")) {

@@ -1,6 +1,6 @@
 #pragma once
 // The JSON test matrix: a list of cases (dim `k`, queries `m`, references `n`, neighbour count
-// `topk`, data distribution and seed), grouped for selection with --group.
+// `topk`, data distribution and seed, optionally a self-join), grouped for selection with --group.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,7 +16,14 @@ struct Case {
   int n = 0;     // references
   int topk = 1;  // neighbour count
   Distribution distribution = Distribution::uniform;
+  std::uint32_t integer_max = kDefaultIntegerMax;  // "max": the integers distribution draws from [0, max)
   std::uint64_t seed = 0;
+  // "self_join": the references are the queries (m = n, one point set); a point is never its own
+  // neighbour, other points at the same place are neighbours at distance 0.
+  bool self_join = false;
+  // "validate_queries": validate this many queries spread over m by default (large cases whose full
+  // reference would take hours); 0 = every query. --validate-queries overrides it.
+  int validate_queries = 0;
   std::vector<std::string> groups;
   std::string description;
   // Point sets read from data files instead of generated (empty: generated from distribution

@@ -102,3 +102,27 @@ TEST(Data, ChecksumSeesEveryByte) {
   EXPECT_NE(h, checksum(v.data(), v.size()));
   EXPECT_NE(checksum(v.data(), 1000), checksum(v.data(), 1001));
 }
+
+// The integers distribution (seed 003's rand() % MAX): whole numbers in [0, max), every value of a
+// small range present, deterministic, and independent of the thread count.
+TEST(Data, IntegersAreWholeNumbersBelowMaxAndCoverTheRange) {
+  for (std::uint32_t max : {1u, 2u, 100u, 1000u}) {
+    std::vector<float> a(8 * 5000), b(8 * 5000);
+    generate_points(Distribution::integers, 7, PointSet::references, 8, 5000, a.data(), max);
+    generate_points(Distribution::integers, 7, PointSet::references, 8, 5000, b.data(), max);
+    EXPECT_EQ(checksum(a.data(), a.size()), checksum(b.data(), b.size())) << "max " << max;
+    std::set<float> seen;
+    for (float x : a) {
+      ASSERT_EQ(x, std::floor(x)) << "max " << max;
+      ASSERT_GE(x, 0.f);
+      ASSERT_LT(x, float(max));
+      seen.insert(x);
+    }
+    EXPECT_EQ(seen.size(), std::min<std::size_t>(max, 1000)) << "max " << max;
+  }
+  // Different max, different data; the queries are their own stream.
+  std::vector<float> q(8 * 100), r(8 * 100);
+  generate_points(Distribution::integers, 7, PointSet::queries, 8, 100, q.data(), 100);
+  generate_points(Distribution::integers, 7, PointSet::references, 8, 100, r.data(), 100);
+  EXPECT_NE(checksum(q.data(), q.size()), checksum(r.data(), r.size()));
+}

@@ -117,3 +117,78 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(Matrix, MissingFileIsAConfigError) {
   EXPECT_THROW(knn::load_matrix("/nonexistent/knn.json"), ConfigError);
 }
+
+// ---------------------------------------------------------------- self-join, integers, validate_queries
+
+namespace {
+std::string one_case(const std::string& fields) {
+  return R"({"schema_version": 1, "cases": [{"id": 7, "k": 2, )" + fields + "}]}";
+}
+}  // namespace
+
+TEST(Matrix, SelfJoinTakesNAsM) {
+  const auto mx = parse_matrix(one_case(R"("n": 10, "topk": 9, "self_join": true)"), "sj.json");
+  ASSERT_EQ(mx.cases.size(), 1u);
+  EXPECT_TRUE(mx.cases[0].self_join);
+  EXPECT_EQ(mx.cases[0].m, 10);
+  EXPECT_EQ(mx.cases[0].topk, 9);
+  const auto same = parse_matrix(one_case(R"("m": 10, "n": 10, "self_join": true)"), "sj.json");
+  EXPECT_EQ(same.cases[0].m, 10);
+  EXPECT_FALSE(parse_matrix(one_case(R"("m": 3, "n": 10, "self_join": false)"), "sj.json").cases[0].self_join);
+}
+
+TEST(Matrix, HostileSelfJoinAndIntegersCasesNameFileCaseAndField) {
+  struct Bad {
+    const char* fields;
+    const char* field;  // the JSON path the message must name
+    const char* what;   // and a part of what it expects
+  };
+  const Bad bad[] = {
+      {R"("m": 9, "n": 10, "self_join": true)", "/cases/0/m", "self-join (case 7)"},
+      {R"("n": 10, "topk": 10, "self_join": true)", "/cases/0/topk", "topk ≤ n − 1 = 9 in case 7"},
+      {R"("n": 1, "self_join": true)", "/defaults/topk", "topk ≤ n − 1 = 0 in case 7"},
+      {R"("m": 2, "n": 10, "topk": 11)", "/cases/0/topk", "topk ≤ n = 10"},
+      {R"("m": 1, "n": 10, "topk": 0)", "/cases/0/topk", "a neighbour count"},
+      {R"("m": 1, "n": 10, "topk": -1)", "/cases/0/topk", "a neighbour count"},
+      {R"("m": 1, "n": 10, "topk": 1099511627776)", "/cases/0/topk", "a neighbour count"},
+      {R"("m": 1, "n": 10, "topk": "5")", "/cases/0/topk", "a neighbour count"},
+      {R"("n": 10, "self_join": "yes")", "/cases/0/self_join", "true or false"},
+      {R"("n": 10, "self_join": 1)", "/cases/0/self_join", "true or false"},
+      {R"("n": 10, "self_join": true, "queries_file": "q.npy")", "/cases/0/queries_file", "no queries_file in a self-join"},
+      {R"("m": 1, "n": 10, "distribution": "integers", "max": 0)", "/cases/0/max", "the integers' bound max"},
+      {R"("m": 1, "n": 10, "distribution": "integers", "max": -5)", "/cases/0/max", "the integers' bound max"},
+      {R"("m": 1, "n": 10, "distribution": "integers", "max": 16777217)", "/cases/0/max", "the integers' bound max"},
+      {R"("m": 1, "n": 10, "distribution": "integers", "max": 2.5)", "/cases/0/max", "the integers' bound max"},
+      {R"("m": 1, "n": 10, "max": 100)", "/cases/0/max", "unless the distribution is \"integers\" (case 7 is uniform)"},
+      {R"("m": 1, "n": 10, "validate_queries": 0)", "/cases/0/validate_queries", "a number of queries to validate"},
+      {R"("m": 1, "n": 10, "distribution": "Integers")", "/cases/0/distribution", "\"integers\""},
+  };
+  for (const Bad& b : bad) {
+    const std::string msg = error_of(one_case(b.fields));
+    EXPECT_NE(msg.find("bad.json"), std::string::npos) << b.fields << " -> " << msg;
+    EXPECT_NE(msg.find(b.field), std::string::npos) << b.fields << " -> " << msg;
+    EXPECT_NE(msg.find(b.what), std::string::npos) << b.fields << " -> " << msg;
+  }
+}
+
+TEST(Matrix, IntegersTakeTheirBoundAndCasesTheirValidationSample) {
+  const auto mx = parse_matrix(one_case(R"("m": 4, "n": 10, "distribution": "integers", "max": 1000, "validate_queries": 3)"), "i.json");
+  EXPECT_EQ(mx.cases[0].distribution, knn::Distribution::integers);
+  EXPECT_EQ(mx.cases[0].integer_max, 1000u);
+  EXPECT_EQ(mx.cases[0].validate_queries, 3);
+  EXPECT_EQ(parse_matrix(one_case(R"("m": 4, "n": 10, "distribution": "integers")"), "i.json").cases[0].integer_max, knn::kDefaultIntegerMax);
+}
+
+TEST(Matrix, SeedsConfigHasTheSeedCases) {
+  const auto mx = knn::load_matrix(std::string(KNN_SOURCE_DIR) + "/configs/seeds.json");
+  std::vector<int> ids;
+  for (const auto& c : mx.cases) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<int>{200, 201, 300, 301, 302, 405, 407, 409, 412, 416, 450}));
+  const auto& cities = mx.cases[0];
+  EXPECT_TRUE(cities.self_join);
+  EXPECT_EQ(cities.m, cities.n);
+  EXPECT_EQ(cities.topk, 32);
+  EXPECT_EQ(mx.cases[2].distribution, knn::Distribution::integers);
+  EXPECT_EQ(mx.cases[2].integer_max, 100u);
+  EXPECT_EQ(mx.cases[4].integer_max, 1000u);
+}

@@ -14,6 +14,9 @@ struct Problem {
   int topk = 1;
   const float* queries = nullptr;
   const float* references = nullptr;
+  // A self-join: `queries` and `references` are the same n points (m == n), and point q is never
+  // its own neighbour; other points at the same place are neighbours at distance 0.
+  bool self_join = false;
 
   std::size_t query_floats() const { return std::size_t(m) * std::size_t(dim); }
   std::size_t reference_floats() const { return std::size_t(n) * std::size_t(dim); }

@@ -44,6 +44,9 @@ struct VersionDesc {
   Family family = Family::cpu;
   GpuNeed gpus = GpuNeed::none;
   bool has_build = false;  // true when build() does real work (trees)
+  // Answers self-join cases (Problem::self_join: never the query itself). A version that leaves
+  // it false is skipped on them with the reason "does not answer self-joins".
+  bool self_join = false;
   // Returns a skip reason when the version cannot run this problem here, nothing otherwise.
   // The harness itself already skips GPU versions when no device is present.
   std::function<std::optional<std::string>(const Problem&, const Environment&)> supports;

@@ -107,15 +107,18 @@ class RowTopK {
   int worst_slot_;
 };
 
-// Answers query q by exhaustive search; the body of v0 and of the validation reference.
+// Answers query q by exhaustive search; the body of v0 and of the validation reference. In a
+// self-join reference q (the query itself) is passed over.
 inline void bruteforce_one_query(const Problem& p, int q, Neighbors out) {
   const float* query = p.queries + std::size_t(q) * p.dim;
   std::int32_t* idx = out.indices + std::size_t(q) * p.topk;
   float* dist = out.distances + std::size_t(q) * p.topk;
+  const int self = p.self_join ? q : -1;
   if (p.topk == 1) {  // the seeds' loop, kept literal: strict < keeps the first minimum
     float best = std::numeric_limits<float>::infinity();
     std::int32_t best_index = 0;
     for (int j = 0; j < p.n; ++j) {
+      if (j == self) continue;
       const float d = squared_distance(query, p.references + std::size_t(j) * p.dim, p.dim);
       if (d < best) {
         best = d;
@@ -128,7 +131,7 @@ inline void bruteforce_one_query(const Problem& p, int q, Neighbors out) {
   }
   RowTopK top(idx, dist, p.topk);
   for (int j = 0; j < p.n; ++j)
-    top.offer(squared_distance(query, p.references + std::size_t(j) * p.dim, p.dim), j);
+    if (j != self) top.offer(squared_distance(query, p.references + std::size_t(j) * p.dim, p.dim), j);
   top.finish();
 }
 
