@@ -10,8 +10,9 @@
 #include "build_info.hpp"
 #include "compare.hpp"
 #include "core/errors.hpp"
-#include "matrix.hpp"
 #include "core/registry.hpp"
+#include "isolate.hpp"
+#include "matrix.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 
@@ -78,6 +79,36 @@ std::string resolve_default_config(const std::string& path) {
 
 }  // namespace
 
+void add_run_options(CLI::App& app, RunOptions& o) {
+  app.add_option("--config", o.config, "Test matrix (JSON); see README for the schema")->capture_default_str();
+  app.add_option("--version", o.version_specs, "Versions to run: v8, or lists like v1,v3 (repeatable; default all)");
+  app.add_option("--case", o.case_specs, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)");
+  app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable)");
+  app.add_flag("--list", o.list, "List the registered versions and the matrix's cases, then exit");
+  app.add_option("--devices", o.devices, "GPUs to use: all, ordinals like 0,1, or a range like 0-3")->capture_default_str();
+  app.add_option("--host-memory", o.host_memory, "Host input memory: pinned (cudaMallocHost) or pageable (malloc, as the seeds)")
+      ->capture_default_str();
+  app.add_option("--warmup", o.measure.warmup, "Untimed calls before sampling each (case, version)")->capture_default_str();
+  app.add_option("--min-samples", o.measure.min_samples, "Timed calls to take at least")->capture_default_str();
+  app.add_option("--max-samples", o.measure.max_samples, "Timed calls to take at most")->capture_default_str();
+  app.add_option("--min-time", o.measure.min_time_s, "Seconds of timed calls to take at least")->capture_default_str();
+  app.add_option("--max-time", o.measure.max_time_s, "Budget per (case, version) in seconds; a slower call is measured once")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "Override every case's data seed");
+  app.add_option("--json", o.json_path, "Results JSON (default results/local/<host>-<utc>.json)");
+  app.add_option("--md", o.md_path, "Also write a markdown report");
+  app.add_option("--csv", o.csv_path, "Also write a CSV table");
+  app.add_flag_callback("--no-validate", [&o] { o.measure.validate = false; }, "Skip validation against v0");
+  app.add_option("--validate-queries", o.measure.validate_queries,
+                 "Validate only this many queries, spread evenly over all m (for cases with ~1M queries, whose full "
+                 "reference takes hours); 0 = all")
+      ->capture_default_str();
+  app.add_flag("--quiet", o.quiet, "Print only the final table");
+  app.add_flag("--isolate", o.isolate,
+               "Run each (case, version) in its own child process: a crash, a GPU fault or a call over --max-time is recorded "
+               "as a failure and the run goes on");
+}
+
 int cli_main(int argc, char** argv) {
   CLI::App app{
       "knnbench: benchmark exact k-nearest-neighbour search on the CPU, one GPU and several GPUs.\n"
@@ -98,36 +129,10 @@ int cli_main(int argc, char** argv) {
 
   RunOptions o;
   o.argv.assign(argv, argv + argc);
+  add_run_options(app, o);
   bool build_info_flag = false;
-  app.add_option("--config", o.config, "Test matrix (JSON); see README for the schema")->capture_default_str();
-  app.add_option("--version", o.version_specs, "Versions to run: v8, or lists like v1,v3 (repeatable; default all)");
-  app.add_option("--case", o.case_specs, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)");
-  app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable)");
-  app.add_flag("--list", o.list, "List the registered versions and the matrix's cases, then exit");
-  app.add_option("--devices", o.devices, "GPUs to use: all, ordinals like 0,1, or a range like 0-3")->capture_default_str();
-  app.add_option("--host-memory", o.host_memory, "Host input memory: pinned (cudaMallocHost) or pageable (malloc, as the seeds)")
-      ->capture_default_str();
-  app.add_option("--warmup", o.measure.warmup, "Untimed calls before sampling each (case, version)")->capture_default_str();
-  app.add_option("--min-samples", o.measure.min_samples, "Timed calls to take at least")->capture_default_str();
-  app.add_option("--max-samples", o.measure.max_samples, "Timed calls to take at most")->capture_default_str();
-  app.add_option("--min-time", o.measure.min_time_s, "Seconds of timed calls to take at least")->capture_default_str();
-  app.add_option("--max-time", o.measure.max_time_s, "Budget per (case, version) in seconds; a slower call is measured once")
-      ->capture_default_str();
-  app.add_option("--seed", o.seed, "Override every case's data seed");
-  app.add_option("--json", o.json_path, "Results JSON (default results/local/<host>-<utc>.json)");
-  app.add_option("--md", o.md_path, "Also write a markdown report");
-  app.add_option("--csv", o.csv_path, "Also write a CSV table");
-  bool no_validate = false;
-  app.add_flag("--no-validate", no_validate, "Skip validation against v0");
-  app.add_option("--validate-queries", o.measure.validate_queries,
-                 "Validate only this many queries, spread evenly over all m (for cases with ~1M queries, whose full "
-                 "reference takes hours); 0 = all")
-      ->capture_default_str();
-  app.add_flag("--quiet", o.quiet, "Print only the final table");
-  app.add_flag("--isolate", o.isolate,
-               "Run each (case, version) in its own child process: a crash, a GPU fault or a call over --max-time is recorded "
-               "as a failure and the run goes on");
-  app.add_flag("--isolated-child", o.isolated_child, "(internal) this process is an --isolate child")->group("");
+  std::string child_options_file;
+  app.add_option("--isolated-child", child_options_file, "(internal) run as an --isolate child with the options in FILE")->group("");
   app.add_flag("--build-info", build_info_flag, "Print the build's version, git sha and compilers, then exit");
 
   CompareOptions compare_opts;
@@ -150,7 +155,7 @@ int cli_main(int argc, char** argv) {
   }
   if (compare->parsed()) return run_compare(compare_opts);
   if (report->parsed()) return rewrite_report(report_in, report_md, report_csv);
-  o.measure.validate = !no_validate;
+  if (!child_options_file.empty()) return run_benchmark(read_child_options(child_options_file));
   o.config = resolve_default_config(o.config);
 
   if (build_info_flag) {

@@ -1,6 +1,11 @@
 #include "selection.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <string>
+
+#include "core/errors.hpp"
 
 namespace knn {
 namespace {
@@ -11,6 +16,12 @@ bool parse_id(const std::string& s, int& out) {
     if (c < '0' || c > '9') return false;
   out = std::stoi(s);
   return true;
+}
+
+std::string join_ints(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+  return s;
 }
 
 }  // namespace
@@ -34,6 +45,82 @@ bool parse_case_range(const std::string& item, int& lo, int& hi) {
   const auto dash = item.find('-');
   if (dash == std::string::npos) return parse_id(item, lo) && parse_id(item, hi);
   return parse_id(item.substr(0, dash), lo) && parse_id(item.substr(dash + 1), hi) && lo <= hi;
+}
+
+std::vector<Case> select_cases(const Matrix& mx, const std::vector<std::string>& case_specs, const std::vector<std::string>& groups) {
+  std::vector<int> valid;
+  for (const auto& c : mx.cases) valid.push_back(c.id);
+  std::vector<int> wanted;
+  for (const auto& item : split_commas(case_specs)) {
+    int lo = 0, hi = 0;
+    if (!parse_case_range(item, lo, hi)) throw ConfigError(fmt::format("--case {}: expected a case id, a range like 8-11, or a comma list", item));
+    for (int id = lo; id <= hi; ++id) {
+      if (std::find(valid.begin(), valid.end(), id) == valid.end())
+        throw ConfigError(fmt::format("--case {}: no case {} in {} (valid ids: {})", item, id, mx.file, join_ints(valid)));
+      wanted.push_back(id);
+    }
+  }
+  std::vector<std::string> known_groups;
+  for (const auto& c : mx.cases)
+    for (const auto& g : c.groups)
+      if (std::find(known_groups.begin(), known_groups.end(), g) == known_groups.end()) known_groups.push_back(g);
+  const auto group_list = split_commas(groups);
+  for (const auto& g : group_list) {
+    if (std::find(known_groups.begin(), known_groups.end(), g) == known_groups.end()) {
+      std::string list;
+      for (const auto& k : known_groups) list += (list.empty() ? "" : ", ") + k;
+      throw ConfigError(fmt::format("--group {}: no such group in {} (groups: {})", g, mx.file, list.empty() ? "none" : list));
+    }
+  }
+  std::vector<Case> out;
+  for (const auto& c : mx.cases) {
+    bool take = wanted.empty() && group_list.empty();
+    take = take || std::find(wanted.begin(), wanted.end(), c.id) != wanted.end();
+    for (const auto& g : group_list) take = take || std::find(c.groups.begin(), c.groups.end(), g) != c.groups.end();
+    if (take) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& version_specs) {
+  const auto& all = Registry::instance().versions();
+  const auto items = split_commas(version_specs);
+  std::vector<const VersionDesc*> out;
+  if (items.empty()) {
+    for (const auto& v : all) out.push_back(&v);
+    return out;
+  }
+  for (const auto& id : items) {
+    const VersionDesc* d = Registry::instance().find(id);
+    if (!d) {
+      std::string list;
+      for (const auto& v : all) list += (list.empty() ? "" : ", ") + v.id;
+      throw ConfigError(fmt::format("--version {}: no such version (registered: {})", id, list));
+    }
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  }
+  std::sort(out.begin(), out.end(), [&all](const VersionDesc* a, const VersionDesc* b) { return a - all.data() < b - all.data(); });
+  return out;
+}
+
+std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const std::string& spec, const std::string& none_note) {
+  if (spec == "all" || spec.empty()) return all;
+  std::vector<DeviceInfo> out;
+  std::vector<int> present;
+  for (const auto& d : all) present.push_back(d.ordinal);
+  for (const auto& item : split_commas({spec})) {
+    int lo = -1, hi = -1;
+    if (!parse_case_range(item, lo, hi))
+      throw ConfigError(fmt::format("--devices {}: expected \"all\", device ordinals like 0,1, or a range like 0-3", spec));
+    for (int id = lo; id <= hi; ++id) {
+      auto it = std::find_if(all.begin(), all.end(), [id](const DeviceInfo& d) { return d.ordinal == id; });
+      if (it == all.end())
+        throw ConfigError(fmt::format("--devices {}: device {} is not present ({})", spec, id,
+                                      all.empty() ? none_note : "present: " + join_ints(present)));
+      if (std::none_of(out.begin(), out.end(), [id](const DeviceInfo& d) { return d.ordinal == id; })) out.push_back(*it);
+    }
+  }
+  return out;
 }
 
 }  // namespace knn

@@ -1,10 +1,13 @@
 #pragma once
-// Parsing shared by the run and compare selections: comma lists and case-id ranges.
-// (The order of version ids, version_less, is the registry's: core/registry.hpp.)
+// What a run measures: the cases, versions and devices its flags select, and the parsing shared
+// with compare (comma lists, case-id ranges). (The order of version ids, version_less, is the
+// registry's: core/registry.hpp.)
 #include <string>
 #include <vector>
 
+#include "core/environment.hpp"
 #include "core/registry.hpp"
+#include "matrix.hpp"
 
 namespace knn {
 
@@ -13,5 +16,11 @@ std::vector<std::string> split_commas(const std::vector<std::string>& specs);
 
 // "11" → [11, 11]; "8-11" → [8, 11]. False for anything else (or lo > hi).
 bool parse_case_range(const std::string& item, int& lo, int& hi);
+
+// Unknown ids throw ConfigError naming the flag and listing the valid ones.
+std::vector<Case> select_cases(const Matrix& mx, const std::vector<std::string>& case_specs, const std::vector<std::string>& groups);
+std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& version_specs);
+// `none_note` says why there are no devices, when `all` is empty.
+std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const std::string& spec, const std::string& none_note);
 
 }  // namespace knn

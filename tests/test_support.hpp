@@ -11,7 +11,8 @@
 #include "core/problem.hpp"
 #include "core/registry.hpp"
 #include "result.hpp"
-#include "runner.hpp"
+#include "measure.hpp"
+#include "selection.hpp"
 #include "validate.hpp"
 
 namespace knn::testing {

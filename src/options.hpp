@@ -1,0 +1,61 @@
+#pragma once
+// The options of a run, and their JSON form. An --isolate child receives them serialised once
+// (to_json in the parent, from_json in the child), so a field added here reaches every child once
+// it is named in the NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE list below; tests/test_isolate.cpp
+// checks that every command-line flag survives the round trip.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+// nlohmann 3.11 has no std::optional: null when empty.
+NLOHMANN_JSON_NAMESPACE_BEGIN
+template <class T>
+struct adl_serializer<std::optional<T>> {
+  static void to_json(json& j, const std::optional<T>& v) { j = v ? json(*v) : json(nullptr); }
+  static void from_json(const json& j, std::optional<T>& v) { v = j.is_null() ? std::nullopt : std::optional<T>(j.get<T>()); }
+};
+NLOHMANN_JSON_NAMESPACE_END
+
+namespace knn {
+
+struct MeasureOptions {
+  int warmup = 1;          // untimed calls before sampling
+  int min_samples = 5;     // sample until at least this many ...
+  double min_time_s = 0.5; // ... and at least this much timed work,
+  double max_time_s = 10;  // unless the next call would exceed this budget per (case, version)
+  int max_samples = 200;   // and never more calls than this (raw samples are kept in the JSON)
+  bool validate = true;
+  int validate_queries = 0;  // > 0: validate only this many queries, spread evenly (large m)
+  // In an --isolate child: a call still running after max_time_s ends the process (exit 124),
+  // so the parent can record the version as stopped.
+  bool kill_after_max_time = false;
+};
+
+struct RunOptions {
+  std::string config = "configs/default.json";
+  std::vector<std::string> case_specs;     // "11", "8-11", "0,3"
+  std::vector<std::string> groups;         // "ta", "large", "smoke"
+  std::vector<std::string> version_specs;  // "v8", "v1,v3"
+  std::string devices = "all";             // "all" or "0,1"
+  std::string host_memory = "pinned";      // pinned | pageable
+  std::optional<std::uint64_t> seed;       // overrides every case's seed
+  MeasureOptions measure;
+  bool quiet = false;
+  bool list = false;
+  bool isolate = false;         // run each (case, version) in a child process
+  bool isolated_child = false;  // this process is such a child: no screen output
+  std::string json_path, md_path, csv_path;
+  std::vector<std::string> argv;
+};
+
+// Every field by name; from_json requires each one (a missing field throws), so a file from
+// another build is an error, not a silent default.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, validate, validate_queries,
+                                   kill_after_max_time)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, devices, host_memory, seed, measure, quiet, list,
+                                   isolate, isolated_child, json_path, md_path, csv_path, argv)
+
+}  // namespace knn

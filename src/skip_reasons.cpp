@@ -1,0 +1,21 @@
+#include "skip_reasons.hpp"
+
+#include <fmt/format.h>
+
+namespace knn::skip_reason {
+
+std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741824.0); }
+
+std::string no_device() { return "no CUDA device"; }
+
+std::string device_memory(std::size_t need, int ordinal, std::size_t have) {
+  return fmt::format("needs {}, device {} has {} free", gib(double(need)), ordinal, gib(double(have)));
+}
+
+std::string host_memory(double need, double have) {
+  return fmt::format("needs {} of host memory, host has {} available", gib(need), gib(have));
+}
+
+std::string out_of_host_memory() { return "out of host memory"; }
+
+}  // namespace knn::skip_reason

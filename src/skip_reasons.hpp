@@ -1,0 +1,20 @@
+#pragma once
+// The words of every skip the harness decides itself, in one place, so the screen, the JSON and
+// the tests read the same sentence. (A version's own supports() reasons are its own.)
+#include <cstddef>
+#include <string>
+
+namespace knn::skip_reason {
+
+std::string gib(double bytes);  // "1.50 GiB"
+
+// A GPU version on a machine with no (selected) CUDA device.
+std::string no_device();
+// A version's device_bytes estimate is over the free memory of a device it would use.
+std::string device_memory(std::size_t need, int ordinal, std::size_t have);
+// A case's inputs and answers are over 90 % of the host's available memory.
+std::string host_memory(double need, double have);
+// A host allocation failed during the calls (std::bad_alloc).
+std::string out_of_host_memory();
+
+}  // namespace knn::skip_reason
