@@ -1,12 +1,16 @@
 #pragma once
 // `knnbench compare A.json B.json`: pairs the results of two runs and judges B against A.
-// Reads results files only (report_json.cpp's schema); measures nothing.
+// Reads results files only, through the one reader (results_schema.hpp); measures nothing.
+// Pairing and verdicts are in compare.cpp, printing in compare_format.cpp.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "results_schema.hpp"
+#include "stats.hpp"  // mann_whitney_p
 
 namespace knn {
 
@@ -15,6 +19,8 @@ namespace knn {
 // would read as "2 slower".
 inline constexpr int kCompareMaxSlowerExit = 125;
 inline constexpr int kCompareExitUsage = 126;
+// Fewer samples on either side: no verdict ("????") and no U test.
+inline constexpr int kCompareMinSamples = 3;
 
 struct CompareOptions {
   std::string file_a, file_b;
@@ -35,33 +41,15 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts);
 // Runs the comparison, prints to stdout (errors to stderr), returns the exit code.
 int run_compare(const CompareOptions& opts);
 
-// Two-sided p-value of the Mann–Whitney U test: exact when there are no ties and
-// n_a·n_b ≤ 400, else the normal approximation with tie and continuity corrections.
-// NaN when either side is empty.
-double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
-
 // ---------------------------------------------------------------- the report, for tests and printers
 
 enum class Verdict { same, faster, slower, unknown };  // unknown prints as "????"
 const char* to_string(Verdict v);
 
-struct DeviceSummary {
-  int ordinal = 0;
-  std::string name, compute_capability;
-  int sm_count = 0;
-  double memory_bytes = 0;
-};
-
-// What a results file says about where and how it ran.
+// A results file's header, as the reader gives it, and the file's name.
 struct RunSummary {
   std::string file;
-  std::string hostname, cpu_model, os;
-  int cores = 0, omp_threads = 0;
-  double memory_bytes = 0;
-  std::vector<DeviceSummary> devices;
-  std::string device_note;  // why there is no device
-  std::string knnbench_version, git_sha, build_type, cuda_runtime, cuda_driver, date_utc, host_memory;
-  bool complete = true;
+  RunInfo info;
 };
 
 struct ComparedPair {
@@ -108,8 +96,8 @@ struct CompareReport {
 // Compares two parsed results documents. Throws CompareError (naming opts.file_a or
 // opts.file_b, or "A"/"B" when empty) for a wrong schema_version, missing fields or bad filters.
 CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& opts);
-// Reads and parses one results file; throws CompareError naming the file.
-nlohmann::json load_results_file(const std::string& path);
+// The same for two results files already read (read_results_file); throws CompareError for bad filters.
+CompareReport compare_runs(const ResultsDocument& a, const ResultsDocument& b, const CompareOptions& opts);
 // The report as text for the terminal, or as markdown.
 std::string format_compare(const CompareReport& report, bool markdown);
 

@@ -1,11 +1,11 @@
 #pragma once
 // Reporters: screen, JSON, markdown and CSV each read the same result records.
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "result.hpp"
+#include "results_schema.hpp"  // the writer and reader of the JSON reporter's schema
 
 namespace knn {
 
@@ -25,16 +25,6 @@ std::unique_ptr<Reporter> make_screen_reporter(bool quiet);
 std::unique_ptr<Reporter> make_json_reporter(std::string path);
 std::unique_ptr<Reporter> make_markdown_reporter(std::string path);
 std::unique_ptr<Reporter> make_csv_reporter(std::string path);
-
-inline constexpr int kResultsSchemaVersion = 1;
-nlohmann::ordered_json results_to_json(const RunInfo& info, const std::vector<Result>& results);
-nlohmann::ordered_json result_to_json(const Result& r);
-// Reads back one element of "results" (as written by result_to_json): used by --isolate, whose
-// child processes hand their result to the parent through a results file.
-Result result_from_json(const nlohmann::json& j);
-// Reads back a whole results file's header (for `knnbench report`, which rewrites a results JSON
-// as markdown or CSV).
-RunInfo run_info_from_json(const nlohmann::json& j);
 
 // Writes `content` to `path` through a temporary file and rename(2); creates parent folders.
 void write_file_atomically(const std::string& path, const std::string& content);

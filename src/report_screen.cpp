@@ -3,27 +3,15 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 
 #include "report.hpp"
+#include "text_table.hpp"
 
 namespace knn {
 namespace {
-
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-  if (rows.empty()) return;
-  std::vector<std::size_t> width(rows[0].size(), 0);
-  for (const auto& r : rows)
-    for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) line += (i == 0 ? fmt::format("{:<{}}", r[i], width[i]) : fmt::format("  {:>{}}", r[i], width[i]));
-    fmt::print("{}\n", line);
-  }
-}
 
 std::string case_label(const Case& c) {
   std::string data = c.distribution == Distribution::uniform ? "" : std::string(" ") + to_string(c.distribution);
@@ -106,7 +94,8 @@ class ScreenReporter final : public Reporter {
     int pass = 0, fail = 0, skip = 0;
     for (const auto& r : all) (r.status == Status::pass ? pass : r.status == Status::fail ? fail : skip)++;
     fmt::print("\nMedian wall time per call (ms); rows are versions, columns are cases:\n");
-    print_table(summary_table(all));
+    const auto table = summary_table(all);
+    fmt::print("{}", text_table(table, label_then_numbers(table.empty() ? 0 : table[0].size())));
     fmt::print("\n{} passed, {} failed, {} skipped\n", pass, fail, skip);
     std::fflush(stdout);
   }

@@ -2,15 +2,10 @@
 #include <fmt/format.h>
 
 #include "report.hpp"
+#include "text_table.hpp"
 
 namespace knn {
 namespace {
-
-std::string md_row(const std::vector<std::string>& cells) {
-  std::string s = "|";
-  for (const auto& c : cells) s += " " + c + " |";
-  return s + "\n";
-}
 
 std::string opt_ms(double v) { return v < 0 ? "" : format_ms(v); }
 
@@ -35,17 +30,13 @@ class MarkdownReporter final : public Reporter {
       s += fmt::format("- device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", d.ordinal, d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_memory / 1073741824.0);
     s += fmt::format("- matrix: {} ({}), host memory: {}\n", info.matrix_file, info.matrix_checksum, to_string(info.host_memory));
     s += "\n## Median wall time per call (ms)\n\n";
-    const auto rows = summary_table(all);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      s += md_row(rows[i]);
-      if (i == 0) s += md_row(std::vector<std::string>(rows[i].size(), "---"));
-    }
+    s += markdown_table(summary_table(all), {});
     s += "\n`*` = not validated (--no-validate).\n\n## Every result\n\n";
     std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples"};
     for (const auto& p : kMarkdownPhaseColumns) head.push_back(p + " ms");
     head.push_back("phases (median ms)");
     head.push_back("path / reason");
-    s += md_row(head) + md_row(std::vector<std::string>(head.size(), "---"));
+    TableRows rows{head};
     for (const auto& r : all) {
       const auto& c = r.problem_case;
       std::vector<std::string> row{std::to_string(c.id), std::to_string(c.dim), std::to_string(c.m), std::to_string(c.n),
@@ -58,8 +49,9 @@ class MarkdownReporter final : public Reporter {
       std::string tail = r.reason.empty() ? r.path : r.reason;
       if (!r.note.empty()) tail += (tail.empty() ? "" : "; ") + r.note;
       row.push_back(tail);
-      s += md_row(row);
+      rows.push_back(row);
     }
+    s += markdown_table(rows, {});
     s += trees_against_brute_force(all);
     write_file_atomically(path_, s);
   }
@@ -68,7 +60,7 @@ class MarkdownReporter final : public Reporter {
   // A tree pays a build to query faster: say plainly, per case, whether it beat the fastest
   // brute-force version that ran, build included.
   static std::string trees_against_brute_force(const std::vector<Result>& all) {
-    std::string s;
+    TableRows rows{{"case", "tree", "build ms", "query ms", "total ms", "fastest brute force", "its ms", "verdict"}};
     for (const auto& t : all) {
       if (t.family != "tree" || t.status != Status::pass) continue;
       const Result* best = nullptr;
@@ -77,16 +69,13 @@ class MarkdownReporter final : public Reporter {
             (!best || b.stats.median < best->stats.median))
           best = &b;
       if (!best) continue;
-      if (s.empty())
-        s = "\n## Trees against the fastest brute force (build included)\n\n" +
-            md_row({"case", "tree", "build ms", "query ms", "total ms", "fastest brute force", "its ms", "verdict"}) +
-            md_row(std::vector<std::string>(8, "---"));
       const double ratio = t.stats.median / best->stats.median;
-      s += md_row({std::to_string(t.problem_case.id), t.version, opt_ms(phase_median(t, "build")), opt_ms(phase_median(t, "query")),
+      rows.push_back({std::to_string(t.problem_case.id), t.version, opt_ms(phase_median(t, "build")), opt_ms(phase_median(t, "query")),
                    format_ms(t.stats.median), best->version, format_ms(best->stats.median),
                    ratio <= 1 ? fmt::format("tree wins ({:.2f}x faster)", 1 / ratio) : fmt::format("tree loses ({:.2f}x slower)", ratio)});
     }
-    return s;
+    if (rows.size() == 1) return "";
+    return "\n## Trees against the fastest brute force (build included)\n\n" + markdown_table(rows, {});
   }
 
   std::string path_;

@@ -33,8 +33,15 @@ struct Result {
   std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
 };
 
+// The build that wrote a results file, as the file's "meta" records it. Empty for the run in
+// progress: the writer takes its own build from build_info.
+struct RecordedBuild {
+  std::string knnbench_version, git_sha, build_type, cxx_compiler, cuda_compiler, cuda_architectures;
+};
+
 struct RunInfo {
   std::vector<std::string> argv;
+  RecordedBuild recorded_build;  // filled by the reader only
   std::string started_utc;
   HostInfo host;
   std::vector<DeviceInfo> devices;  // selected devices

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace knn {
@@ -28,6 +29,55 @@ Stats summarize(const std::vector<double>& s) {
   }
   st.noise_pct = st.mean > 0 ? 100.0 * st.stdev / st.mean : 0;
   return st;
+}
+
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+  const std::size_t na = a.size(), nb = b.size(), n = na + nb;
+  if (na == 0 || nb == 0) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::pair<double, bool>> all;  // value, from a
+  all.reserve(n);
+  for (double x : a) all.emplace_back(x, true);
+  for (double x : b) all.emplace_back(x, false);
+  std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  double rank_sum_a = 0, tie_term = 0;  // tie_term = Σ (t³ − t) over groups of equal values
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i;
+    while (j < n && all[j].first == all[i].first) ++j;
+    const double t = double(j - i), mid_rank = 0.5 * double(i + 1 + j);  // ranks i+1 .. j
+    for (std::size_t k = i; k < j; ++k)
+      if (all[k].second) rank_sum_a += mid_rank;
+    tie_term += t * t * t - t;
+    i = j;
+  }
+  const double u_a = rank_sum_a - 0.5 * double(na) * double(na + 1);
+  const double u_b = double(na) * double(nb) - u_a;
+  const double u_min = std::min(u_a, u_b);
+
+  if (tie_term == 0 && na * nb <= 400) {
+    // Exact: count[i][j][u] = orderings of i a's and j b's with U = u (U counts pairs a > b).
+    // The largest element is an a (beating all j b's) or a b.
+    const std::size_t umax = na * nb;
+    std::vector<std::vector<std::vector<double>>> count(na + 1, std::vector<std::vector<double>>(nb + 1, std::vector<double>(umax + 1, 0)));
+    for (std::size_t i = 0; i <= na; ++i)
+      for (std::size_t j = 0; j <= nb; ++j) {
+        if (i == 0 || j == 0) {
+          count[i][j][0] = 1;
+          continue;
+        }
+        for (std::size_t u = 0; u <= i * j; ++u) count[i][j][u] = (u >= j ? count[i - 1][j][u - j] : 0) + count[i][j - 1][u];
+      }
+    const auto& dist = count[na][nb];
+    const double total = std::accumulate(dist.begin(), dist.end(), 0.0);
+    double tail = 0;
+    for (std::size_t u = 0; double(u) <= u_min + 1e-9; ++u) tail += dist[u];
+    return std::min(1.0, 2.0 * tail / total);
+  }
+
+  const double mean = 0.5 * double(na) * double(nb);
+  const double var = double(na) * double(nb) / 12.0 * ((double(n) + 1) - tie_term / (double(n) * double(n - 1)));
+  if (!(var > 0)) return 1.0;  // every value equal
+  const double z = std::max(0.0, std::abs(u_a - mean) - 0.5) / std::sqrt(var);  // continuity correction
+  return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
 }
 
 }  // namespace knn

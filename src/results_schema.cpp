@@ -1,0 +1,123 @@
+// The results schema's writer. Its reader is results_schema_read.cpp.
+#include "results_schema.hpp"
+
+#include <fmt/format.h>
+
+#include "build_info.hpp"
+
+namespace knn {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+json phases_json(const std::map<std::string, std::vector<double>>& phases) {
+  json out = json::object();
+  for (const auto& [name, samples] : phases) {
+    const Stats s = summarize(samples);
+    out[name] = {{"median_ms", s.median}, {"min_ms", s.min}, {"max_ms", s.max}, {"samples", s.samples}, {"samples_ms", samples}};
+  }
+  return out;
+}
+
+std::string version_string(int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : ""; }
+
+json validation_json(const Result& r) {
+  if (r.status == Status::skip) return nullptr;
+  if (!r.validated) return {{"status", "off"}};
+  const auto& v = r.validation;
+  return {{"status", v.pass ? "pass" : "fail"},
+          {"checked", v.checked},
+          {"queries_checked", v.queries_checked},
+          {"mismatches", v.mismatches},
+          {"ties_accepted", v.ties_accepted},
+          {"invalid", v.invalid},
+          {"max_rel_error", v.max_rel_error},
+          {"tolerance", {{"rtol", kDistanceRtol}, {"atol", kDistanceAtol}}},
+          {"first_problem", v.first_problem.empty() ? json(nullptr) : json(v.first_problem)}};
+}
+
+json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+}  // namespace
+
+json result_to_json(const Result& r) {
+  const Case& c = r.problem_case;
+  json j;
+  j["case"] = {{"id", c.id},
+               {"k", c.dim},
+               {"m", c.m},
+               {"n", c.n},
+               {"topk", c.topk},
+               {"distribution", to_string(c.distribution)},
+               {"seed", c.seed},
+               {"groups", c.groups},
+               {"queries_file", text_or_null(c.queries_file)},
+               {"references_file", text_or_null(c.references_file)},
+               {"checksums", {{"queries", r.query_checksum}, {"references", r.reference_checksum}}}};
+  j["version"] = r.version;
+  j["title"] = r.title;
+  j["family"] = r.family;
+  j["status"] = to_string(r.status);
+  j["reason"] = text_or_null(r.reason);
+  j["path"] = text_or_null(r.path);
+  j["note"] = text_or_null(r.note);
+  j["devices_used"] = r.devices_used;
+  j["host_memory"] = to_string(r.host_memory);
+  j["validation"] = validation_json(r);
+  j["samples_ms"] = r.samples_ms;
+  const Stats& s = r.stats;
+  j["stats"] = {{"samples", s.samples}, {"median_ms", s.median}, {"min_ms", s.min}, {"max_ms", s.max},
+                {"mean_ms", s.mean},     {"stdev_ms", s.stdev},   {"noise_pct", s.noise_pct}};
+  j["phases"] = phases_json(r.phase_samples_ms);
+  json dev = json::object();
+  for (const auto& [d, phases] : r.device_phase_samples_ms) dev[std::to_string(d)] = phases_json(phases);
+  j["device_phases"] = dev;
+  return j;
+}
+
+json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
+  json j;
+  j["schema_version"] = kResultsSchemaVersion;
+  j["meta"] = {{"tool", "knnbench"},
+               {"knnbench_version", build_info::version},
+               {"git_sha", build_info::git_sha},
+               {"build_type", build_info::build_type},
+               {"cxx_compiler", build_info::cxx_compiler},
+               {"cuda_compiler", build_info::cuda_compiler},
+               {"cuda_architectures", build_info::cuda_architectures},
+               {"cuda_runtime", version_string(info.cuda_runtime_version)},
+               {"cuda_driver", version_string(info.cuda_driver_version)},
+               {"date_utc", info.started_utc},
+               {"argv", info.argv},
+               {"complete", info.complete}};
+  j["host"] = {{"hostname", info.host.hostname},   {"cpu_model", info.host.cpu_model}, {"cores", info.host.cores},
+               {"memory_bytes", info.host.memory_bytes}, {"omp_threads", info.host.omp_threads}, {"os", info.host.os}};
+  json devs = json::array();
+  for (std::size_t i = 0; i < info.devices.size(); ++i) {
+    const auto& d = info.devices[i];
+    devs.push_back({{"ordinal", d.ordinal},
+                    {"name", d.name},
+                    {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+                    {"sm_count", d.sm_count},
+                    {"memory_bytes", d.total_memory},
+                    {"clock_mhz", d.clock_khz / 1000},
+                    {"memory_clock_mhz", d.memory_clock_khz / 1000},
+                    {"memory_bus_bits", d.memory_bus_bits},
+                    {"memory_bandwidth_gbs", d.memory_bandwidth_gbs},
+                    {"l2_bytes", d.l2_bytes},
+                    {"pci_bus_id", d.pci_bus_id},
+                    {"warmup_ms", i < info.warmup_ms.size() ? info.warmup_ms[i] : 0.0}});
+  }
+  j["devices"] = devs;
+  j["device_note"] = text_or_null(info.device_note);
+  j["matrix"] = {{"file", info.matrix_file}, {"checksum", info.matrix_checksum}};
+  j["options"] = {{"warmup", info.warmup},         {"min_samples", info.min_samples}, {"max_samples", info.max_samples}, {"min_time_s", info.min_time_s},
+                  {"max_time_s", info.max_time_s}, {"validate", info.validate}, {"validate_queries", info.validate_queries},       {"host_memory", to_string(info.host_memory)}};
+  json rs = json::array();
+  for (const auto& r : results) rs.push_back(result_to_json(r));
+  j["results"] = rs;
+  return j;
+}
+
+}  // namespace knn

@@ -1,0 +1,47 @@
+#pragma once
+// The results schema (schema_version 1): its one writer and its one reader. The JSON reporter,
+// --isolate's child processes, `knnbench report` and `knnbench compare` all go through here.
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "result.hpp"
+
+namespace knn {
+
+inline constexpr int kResultsSchemaVersion = 1;
+
+// A results file that cannot be read: the message names the file, the result's index and the
+// field ("base.json: results[3].case.seed: missing").
+class SchemaError : public ConfigError {
+ public:
+  using ConfigError::ConfigError;
+};
+
+nlohmann::ordered_json results_to_json(const RunInfo& info, const std::vector<Result>& results);
+nlohmann::ordered_json result_to_json(const Result& r);
+
+// Reads one element of "results" as result_to_json writes it. What identifies a result (the
+// case's parameters and checksums, version, status) and, for a pass, its stats are required;
+// descriptive fields may be missing (older files) but not of another type. Throws SchemaError
+// naming `file` and results[index]; the one-argument form names "result".
+Result result_from_json(const nlohmann::json& j);
+Result result_from_json(const nlohmann::json& j, const std::string& file, std::size_t index);
+// Reads a results file's header. Header fields are informative: a missing or odd one reads as
+// empty (or zero) and never stops a reader.
+RunInfo run_info_from_json(const nlohmann::json& j);
+
+struct ResultsDocument {
+  std::string file;
+  RunInfo info;
+  std::vector<Result> results;
+};
+// Checks schema_version and meta.tool, then reads the header and every result.
+ResultsDocument read_results_document(const nlohmann::json& doc, const std::string& file);
+// Reads, parses and checks a results file; every problem (no such file, not JSON, wrong schema,
+// a bad field) throws SchemaError naming the file.
+ResultsDocument read_results_file(const std::string& path);
+
+}  // namespace knn

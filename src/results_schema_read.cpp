@@ -1,0 +1,344 @@
+// The results schema's reader: the one way `report`, `compare` and --isolate read results back.
+// Result fields are checked strictly (every error names the file, results[i] and the field);
+// header fields are informative and read leniently.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "results_schema.hpp"
+
+namespace knn {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Strict field access for one result; `where` is the JSON path so far ("results[3].case").
+class Fields {
+ public:
+  explicit Fields(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw SchemaError(file_.empty() ? fmt::format("{}: {}", where, what) : fmt::format("{}: {}: {}", file_, where, what));
+  }
+  void expect_object(const json& v, const std::string& where) const {
+    if (!v.is_object()) fail(where, fmt::format("expected an object, found {}", v.type_name()));
+  }
+  const json& need(const json& obj, const char* key, const std::string& where) const {
+    expect_object(obj, where);
+    const auto it = obj.find(key);
+    if (it == obj.end()) fail(where + "." + key, "missing");
+    return *it;
+  }
+  // Absent or null: nullptr.
+  const json* maybe(const json& obj, const char* key, const std::string& where) const {
+    expect_object(obj, where);
+    const auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  }
+  std::string text(const json& v, const std::string& where) const {
+    if (!v.is_string()) fail(where, fmt::format("expected a string, found {}", v.type_name()));
+    return v.get<std::string>();
+  }
+  long long integer(const json& v, const std::string& where) const {
+    if (!v.is_number_integer()) fail(where, fmt::format("expected an integer, found {}", v.type_name()));
+    return v.is_number_unsigned() ? static_cast<long long>(v.get<unsigned long long>()) : v.get<long long>();
+  }
+  // The writer stores NaN as null: a null number reads as NaN.
+  double number(const json& v, const std::string& where) const {
+    if (v.is_null()) return kNaN;
+    if (!v.is_number()) fail(where, fmt::format("expected a number, found {}", v.type_name()));
+    return v.get<double>();
+  }
+  std::vector<double> numbers(const json& v, const std::string& where) const {
+    if (!v.is_array()) fail(where, fmt::format("expected an array, found {}", v.type_name()));
+    std::vector<double> out;
+    for (const auto& x : v) {
+      if (!x.is_number()) fail(where, fmt::format("expected numbers, found {}", x.type_name()));
+      out.push_back(x.get<double>());
+    }
+    return out;
+  }
+  std::string need_string(const json& o, const char* key, const std::string& w) const { return text(need(o, key, w), w + "." + key); }
+  long long need_int(const json& o, const char* key, const std::string& w) const { return integer(need(o, key, w), w + "." + key); }
+  double need_number(const json& o, const char* key, const std::string& w) const { return number(need(o, key, w), w + "." + key); }
+  std::string opt_string(const json& o, const char* key, const std::string& w) const {
+    const json* v = maybe(o, key, w);
+    return v ? text(*v, w + "." + key) : std::string();
+  }
+  long long opt_int(const json& o, const char* key, const std::string& w, long long fallback) const {
+    const json* v = maybe(o, key, w);
+    return v ? integer(*v, w + "." + key) : fallback;
+  }
+  double opt_number(const json& o, const char* key, const std::string& w, double fallback) const {
+    const auto it = o.find(key);
+    return it == o.end() ? fallback : number(*it, w + "." + key);
+  }
+
+ private:
+  std::string file_;
+};
+
+void read_case(const Fields& f, const json& c, const std::string& w, Result& r) {
+  Case& k = r.problem_case;
+  // One by one, so that the first missing field is the one named.
+  k.id = int(f.need_int(c, "id", w));
+  k.dim = int(f.need_int(c, "k", w));
+  k.m = int(f.need_int(c, "m", w));
+  k.n = int(f.need_int(c, "n", w));
+  k.topk = int(f.need_int(c, "topk", w));
+  const std::string dist = f.need_string(c, "distribution", w);
+  if (!parse_distribution(dist, k.distribution)) f.fail(w + ".distribution", fmt::format("\"{}\", expected uniform, clusters or duplicates", dist));
+  const long long seed = f.need_int(c, "seed", w);
+  if (seed < 0) f.fail(w + ".seed", fmt::format("{}, expected an integer >= 0", seed));
+  k.seed = std::uint64_t(seed);
+  const json& sums = f.need(c, "checksums", w);
+  r.query_checksum = f.need_string(sums, "queries", w + ".checksums");
+  r.reference_checksum = f.need_string(sums, "references", w + ".checksums");
+  if (const json* g = f.maybe(c, "groups", w)) {
+    if (!g->is_array()) f.fail(w + ".groups", fmt::format("expected an array, found {}", g->type_name()));
+    for (const auto& x : *g) k.groups.push_back(f.text(x, w + ".groups"));
+  }
+  // Results written before data files existed have no such fields: generated data.
+  k.queries_file = f.opt_string(c, "queries_file", w);
+  k.references_file = f.opt_string(c, "references_file", w);
+}
+
+// A pass must carry its median, noise and sample count; the rest may be absent (NaN).
+Stats read_stats(const Fields& f, const json& st, const std::string& w, bool required) {
+  Stats s;
+  if (required) {
+    s.median = f.need_number(st, "median_ms", w);
+    s.noise_pct = f.need_number(st, "noise_pct", w);
+    s.samples = int(f.need_int(st, "samples", w));
+  } else {
+    f.expect_object(st, w);
+    s.median = f.opt_number(st, "median_ms", w, s.median);
+    s.noise_pct = f.opt_number(st, "noise_pct", w, s.noise_pct);
+    s.samples = int(f.opt_int(st, "samples", w, 0));
+  }
+  s.min = f.opt_number(st, "min_ms", w, kNaN);
+  s.max = f.opt_number(st, "max_ms", w, kNaN);
+  s.mean = f.opt_number(st, "mean_ms", w, kNaN);
+  s.stdev = f.opt_number(st, "stdev_ms", w, kNaN);
+  return s;
+}
+
+void read_validation(const Fields& f, const json& v, const std::string& w, Result& r) {
+  const std::string status = f.need_string(v, "status", w);
+  if (status == "off") return;
+  if (status != "pass" && status != "fail") f.fail(w + ".status", fmt::format("\"{}\", expected pass, fail or off", status));
+  ValidationReport& out = r.validation;
+  r.validated = true;
+  out.pass = status == "pass";
+  out.checked = f.opt_int(v, "checked", w, 0);
+  out.queries_checked = f.opt_int(v, "queries_checked", w, 0);
+  out.mismatches = f.opt_int(v, "mismatches", w, 0);
+  out.ties_accepted = f.opt_int(v, "ties_accepted", w, 0);
+  out.invalid = f.opt_int(v, "invalid", w, 0);
+  out.max_rel_error = f.opt_number(v, "max_rel_error", w, 0);
+  out.first_problem = f.opt_string(v, "first_problem", w);
+}
+
+// {"build": {"samples_ms": [...], ...}, ...}: a phase without raw samples reads as empty.
+std::map<std::string, std::vector<double>> read_phases(const Fields& f, const json& phases, const std::string& w) {
+  f.expect_object(phases, w);
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& [name, ph] : phases.items()) {
+    const std::string pw = w + "." + name;
+    const json* s = f.maybe(ph, "samples_ms", pw);
+    out[name] = s ? f.numbers(*s, pw + ".samples_ms") : std::vector<double>{};
+  }
+  return out;
+}
+
+Result read_result(const Fields& f, const json& j, const std::string& w) {
+  Result r;
+  read_case(f, f.need(j, "case", w), w + ".case", r);
+  r.version = f.need_string(j, "version", w);
+  const std::string status = f.need_string(j, "status", w);
+  if (status == "pass") r.status = Status::pass;
+  else if (status == "fail") r.status = Status::fail;
+  else if (status == "skip") r.status = Status::skip;
+  else f.fail(w + ".status", fmt::format("\"{}\", expected pass, fail or skip", status));
+  r.title = f.opt_string(j, "title", w);
+  r.family = f.opt_string(j, "family", w);
+  r.reason = f.opt_string(j, "reason", w);
+  r.path = f.opt_string(j, "path", w);
+  r.note = f.opt_string(j, "note", w);
+  if (r.status == Status::pass)
+    r.stats = read_stats(f, f.need(j, "stats", w), w + ".stats", true);
+  else if (const json* st = f.maybe(j, "stats", w))
+    r.stats = read_stats(f, *st, w + ".stats", false);
+  if (const json* s = f.maybe(j, "samples_ms", w)) r.samples_ms = f.numbers(*s, w + ".samples_ms");
+  if (const json* d = f.maybe(j, "devices_used", w))
+    for (double x : f.numbers(*d, w + ".devices_used")) r.devices_used.push_back(int(x));
+  const std::string memory = f.opt_string(j, "host_memory", w);
+  if (!memory.empty() && memory != "pinned" && memory != "pageable")
+    f.fail(w + ".host_memory", fmt::format("\"{}\", expected pinned or pageable", memory));
+  r.host_memory = memory == "pinned" ? HostMemory::pinned : HostMemory::pageable;
+  if (const json* v = f.maybe(j, "validation", w)) read_validation(f, *v, w + ".validation", r);
+  if (const json* p = f.maybe(j, "phases", w)) r.phase_samples_ms = read_phases(f, *p, w + ".phases");
+  if (const json* dp = f.maybe(j, "device_phases", w)) {
+    f.expect_object(*dp, w + ".device_phases");
+    for (const auto& [dev, phases] : dp->items()) {
+      const std::string dw = w + ".device_phases." + dev;
+      if (dev.empty() || dev.find_first_not_of("0123456789") != std::string::npos) f.fail(dw, "expected a device ordinal as the key");
+      r.device_phase_samples_ms[std::stoi(dev)] = read_phases(f, phases, dw);
+    }
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------- the header, leniently
+
+const json& sub(const json& obj, const char* key) {
+  static const json empty = json::object();
+  if (!obj.is_object()) return empty;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_object() ? *it : empty;
+}
+
+std::string str(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+template <class T>
+T num(const json& obj, const char* key, T fallback = T{}) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_number() ? it->get<T>() : fallback;
+}
+
+bool flag(const json& obj, const char* key, bool fallback) {
+  if (!obj.is_object()) return fallback;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+// "13.0" → 13000, as the writer's version_string reverses; "" or odd → 0.
+int cuda_version(const std::string& s) {
+  int major = 0, minor = 0;
+  return std::sscanf(s.c_str(), "%d.%d", &major, &minor) == 2 ? major * 1000 + minor * 10 : 0;
+}
+
+DeviceInfo read_device(const json& d) {
+  DeviceInfo di;
+  di.ordinal = num<int>(d, "ordinal");
+  di.name = str(d, "name");
+  if (std::sscanf(str(d, "compute_capability").c_str(), "%d.%d", &di.cc_major, &di.cc_minor) != 2) di.cc_major = di.cc_minor = 0;
+  di.sm_count = num<int>(d, "sm_count");
+  di.total_memory = num<std::size_t>(d, "memory_bytes");
+  di.clock_khz = num<int>(d, "clock_mhz") * 1000;
+  di.memory_clock_khz = num<int>(d, "memory_clock_mhz") * 1000;
+  di.memory_bus_bits = num<int>(d, "memory_bus_bits");
+  di.memory_bandwidth_gbs = num<double>(d, "memory_bandwidth_gbs");
+  di.l2_bytes = num<std::size_t>(d, "l2_bytes");
+  di.pci_bus_id = str(d, "pci_bus_id");
+  return di;
+}
+
+[[noreturn]] void bad_file(const std::string& file, const std::string& what) { throw SchemaError(fmt::format("{}: {}", file, what)); }
+
+}  // namespace
+
+Result result_from_json(const json& j, const std::string& file, std::size_t index) {
+  return read_result(Fields(file), j, fmt::format("results[{}]", index));
+}
+
+Result result_from_json(const json& j) { return read_result(Fields(""), j, "result"); }
+
+RunInfo run_info_from_json(const json& j) {
+  RunInfo info;
+  const json& meta = sub(j, "meta");
+  if (meta.contains("argv") && meta["argv"].is_array())
+    for (const auto& a : meta["argv"])
+      if (a.is_string()) info.argv.push_back(a.get<std::string>());
+  info.recorded_build = {str(meta, "knnbench_version"), str(meta, "git_sha"),      str(meta, "build_type"),
+                         str(meta, "cxx_compiler"),     str(meta, "cuda_compiler"), str(meta, "cuda_architectures")};
+  info.cuda_runtime_version = cuda_version(str(meta, "cuda_runtime"));
+  info.cuda_driver_version = cuda_version(str(meta, "cuda_driver"));
+  info.started_utc = str(meta, "date_utc");
+  info.complete = flag(meta, "complete", true);  // files from before the flag existed were complete
+  const json& h = sub(j, "host");
+  info.host.hostname = str(h, "hostname");
+  info.host.cpu_model = str(h, "cpu_model");
+  info.host.cores = num<int>(h, "cores");
+  info.host.memory_bytes = num<std::size_t>(h, "memory_bytes");
+  info.host.omp_threads = num<int>(h, "omp_threads");
+  info.host.os = str(h, "os");
+  if (j.is_object() && j.contains("devices") && j["devices"].is_array())
+    for (const auto& d : j["devices"]) {
+      info.devices.push_back(read_device(d));
+      info.warmup_ms.push_back(num<double>(d, "warmup_ms"));
+    }
+  info.device_note = str(j, "device_note");
+  info.matrix_file = str(sub(j, "matrix"), "file");
+  info.matrix_checksum = str(sub(j, "matrix"), "checksum");
+  const json& o = sub(j, "options");
+  info.warmup = num<int>(o, "warmup");
+  info.min_samples = num<int>(o, "min_samples");
+  info.max_samples = num<int>(o, "max_samples");
+  info.min_time_s = num<double>(o, "min_time_s");
+  info.max_time_s = num<double>(o, "max_time_s");
+  info.validate = flag(o, "validate", true);
+  info.validate_queries = num<int>(o, "validate_queries");
+  info.host_memory = str(o, "host_memory") == "pinned" ? HostMemory::pinned : HostMemory::pageable;
+  return info;
+}
+
+ResultsDocument read_results_document(const json& doc, const std::string& file) {
+  if (!doc.is_object()) bad_file(file, fmt::format("not a knnbench results file (the top level is {}, expected an object)", doc.type_name()));
+  const auto sv = doc.find("schema_version");
+  if (sv == doc.end()) bad_file(file, "no schema_version: not a knnbench results file");
+  if (!sv->is_number_integer() || sv->get<long long>() != kResultsSchemaVersion)
+    bad_file(file, fmt::format("schema_version {}, this knnbench reads {}", sv->dump(), kResultsSchemaVersion));
+  const std::string tool = str(sub(doc, "meta"), "tool");
+  if (!tool.empty() && tool != "knnbench") bad_file(file, fmt::format("meta.tool is \"{}\": not a knnbench results file", tool));
+  const auto results = doc.find("results");
+  if (results == doc.end()) bad_file(file, "(top level).results: missing");
+  if (!results->is_array()) bad_file(file, fmt::format("results: expected an array, found {}", results->type_name()));
+  ResultsDocument out;
+  out.file = file;
+  out.info = run_info_from_json(doc);
+  for (std::size_t i = 0; i < results->size(); ++i) out.results.push_back(result_from_json((*results)[i], file, i));
+  return out;
+}
+
+ResultsDocument read_results_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) bad_file(path, "no such file");
+  if (fs::is_directory(path, ec)) bad_file(path, "is a directory, expected a knnbench results JSON file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) bad_file(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) bad_file(path, "read error");
+  const std::string text = buf.str();
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) bad_file(path, "empty file, expected a knnbench results JSON");
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    const auto close = what.find("] ");  // drop nlohmann's "[json.exception.parse_error.101] "
+    if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what = what.substr(close + 2);
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    bad_file(path, "not valid JSON: " + what);
+  }
+  return read_results_document(doc, path);
+}
+
+}  // namespace knn

@@ -1,0 +1,208 @@
+// The results schema's one reader and writer (results_schema.hpp), and the one text-table routine.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "results_schema.hpp"
+#include "text_table.hpp"
+
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<double> random_samples(std::mt19937& rng, int count) {
+  std::uniform_real_distribution<double> d(0.5, 50.0);
+  std::vector<double> v;
+  for (int i = 0; i < count; ++i) v.push_back(d(rng));
+  return v;
+}
+
+knn::Result random_result(std::mt19937& rng, knn::Status status) {
+  knn::Result r;
+  std::uniform_int_distribution<int> size(1, 5000);
+  r.problem_case = {size(rng), size(rng), size(rng), size(rng), 1 + size(rng) % 32, knn::Distribution::clusters, std::uint64_t(rng()), {"ta"}};
+  r.query_checksum = fmt::format("{:016x}", rng());
+  r.reference_checksum = fmt::format("{:016x}", rng());
+  r.version = fmt::format("v{}", size(rng) % 14);
+  r.title = "a title";
+  r.family = "gpu";
+  r.status = status;
+  if (status != knn::Status::pass) r.reason = "a reason";
+  r.path = "a path";
+  r.devices_used = {0, 2};
+  r.host_memory = knn::HostMemory::pinned;
+  if (status != knn::Status::skip) {
+    r.samples_ms = random_samples(rng, 3 + size(rng) % 40);
+    r.stats = knn::summarize(r.samples_ms);
+    r.validated = true;
+    r.validation.pass = status == knn::Status::pass;
+    r.validation.checked = size(rng);
+    r.validation.ties_accepted = size(rng);
+    r.validation.max_rel_error = 1e-7 * size(rng);
+    r.phase_samples_ms["kernel"] = random_samples(rng, 4);
+    r.device_phase_samples_ms[2]["h2d"] = random_samples(rng, 3);
+  }
+  return r;
+}
+
+unsigned fresh_seed() { return std::random_device{}(); }
+
+// The message a reader throws for `doc`, or "" when it reads.
+std::string read_error(const json& doc, const std::string& file = "f.json") {
+  try {
+    knn::read_results_document(doc, file);
+  } catch (const knn::SchemaError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+json small_document(std::mt19937& rng) {
+  knn::RunInfo info;
+  info.complete = true;
+  std::vector<knn::Result> rs{random_result(rng, knn::Status::pass), random_result(rng, knn::Status::skip), random_result(rng, knn::Status::fail)};
+  return json::parse(knn::results_to_json(info, rs).dump());
+}
+
+}  // namespace
+
+TEST(ResultsSchema, ResultsReadBackAsWritten) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  for (auto status : {knn::Status::pass, knn::Status::fail, knn::Status::skip}) {
+    const knn::Result r = random_result(rng, status);
+    const knn::Result back = knn::result_from_json(json::parse(knn::result_to_json(r).dump()), "x.json", 0);
+    EXPECT_EQ(back.problem_case.id, r.problem_case.id);
+    EXPECT_EQ(back.problem_case.seed, r.problem_case.seed);
+    EXPECT_EQ(back.problem_case.distribution, r.problem_case.distribution);
+    EXPECT_EQ(back.problem_case.groups, r.problem_case.groups);
+    EXPECT_EQ(back.query_checksum, r.query_checksum);
+    EXPECT_EQ(back.version, r.version);
+    EXPECT_EQ(back.status, r.status);
+    EXPECT_EQ(back.reason, r.reason);
+    EXPECT_EQ(back.devices_used, r.devices_used);
+    EXPECT_EQ(back.host_memory, r.host_memory);
+    EXPECT_EQ(back.samples_ms, r.samples_ms);
+    EXPECT_EQ(back.stats.samples, r.stats.samples);
+    EXPECT_EQ(back.stats.median, r.stats.median);
+    EXPECT_EQ(back.stats.noise_pct, r.stats.noise_pct);
+    EXPECT_EQ(back.validated, r.validated);
+    EXPECT_EQ(back.validation.ties_accepted, r.validation.ties_accepted);
+    EXPECT_EQ(back.validation.max_rel_error, r.validation.max_rel_error);
+    EXPECT_EQ(back.phase_samples_ms, r.phase_samples_ms);
+    EXPECT_EQ(back.device_phase_samples_ms, r.device_phase_samples_ms);
+  }
+}
+
+TEST(ResultsSchema, BadFieldsNameTheFileTheResultAndTheField) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  const json good = small_document(rng);
+  ASSERT_EQ(read_error(good), "");
+  struct Breakage {
+    std::string expect;
+    void (*apply)(json&);
+  };
+  const std::vector<Breakage> cases{
+      {"f.json: results[0].stats.median_ms: expected a number, found string", [](json& d) { d["results"][0]["stats"]["median_ms"] = "1.0"; }},
+      {"f.json: results[0].stats: missing", [](json& d) { d["results"][0].erase("stats"); }},
+      {"f.json: results[1].status: \"maybe\", expected pass, fail or skip", [](json& d) { d["results"][1]["status"] = "maybe"; }},
+      {"f.json: results[2].case.distribution: \"gauss\", expected uniform, clusters or duplicates",
+       [](json& d) { d["results"][2]["case"]["distribution"] = "gauss"; }},
+      {"f.json: results[2].case.checksums.queries: missing", [](json& d) { d["results"][2]["case"]["checksums"].erase("queries"); }},
+      {"f.json: results[2].samples_ms: expected numbers, found string", [](json& d) { d["results"][2]["samples_ms"][1] = "x"; }},
+      {"f.json: results[2].validation.status: \"maybe\", expected pass, fail or off", [](json& d) { d["results"][2]["validation"]["status"] = "maybe"; }},
+      {"f.json: results[0].devices_used: expected an array, found number", [](json& d) { d["results"][0]["devices_used"] = 1; }},
+      {"f.json: results[0].title: expected a string, found number", [](json& d) { d["results"][0]["title"] = 3; }},
+      {"f.json: results[1]: expected an object, found array", [](json& d) { d["results"][1] = json::array(); }},
+      {"f.json: schema_version 2, this knnbench reads 1", [](json& d) { d["schema_version"] = 2; }},
+      {"f.json: (top level).results: missing", [](json& d) { d.erase("results"); }},
+  };
+  for (const auto& c : cases) {
+    json bad = good;
+    c.apply(bad);
+    EXPECT_EQ(read_error(bad), c.expect);
+  }
+  // The one-result form, as --isolate uses it, names "result".
+  json r = good["results"][0];
+  r["case"].erase("seed");
+  try {
+    knn::result_from_json(r);
+    FAIL() << "a result without a seed read";
+  } catch (const knn::SchemaError& e) {
+    EXPECT_EQ(std::string(e.what()), "result.case.seed: missing");
+  }
+}
+
+TEST(ResultsSchema, HeaderFieldsAreReadLeniently) {
+  std::mt19937 rng(fresh_seed());
+  json doc = small_document(rng);
+  doc.erase("host");
+  doc["meta"].erase("complete");
+  doc["devices"] = json::array({{{"name", "NVIDIA H100"}, {"compute_capability", "9.0"}, {"sm_count", 132}}});
+  const auto read = knn::read_results_document(doc, "f.json");
+  EXPECT_TRUE(read.info.complete);  // files from before the flag were complete
+  EXPECT_EQ(read.info.host.cores, 0);
+  ASSERT_EQ(read.info.devices.size(), 1u);
+  EXPECT_EQ(read.info.devices[0].cc_major, 9);
+  EXPECT_EQ(read.info.devices[0].sm_count, 132);
+  EXPECT_EQ(read.results.size(), 3u);
+}
+
+// What results/ holds was written by earlier builds: every file must still read.
+TEST(ResultsSchema, EveryCommittedResultsFileReads) {
+  int files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(KNN_SOURCE_DIR) + "/results")) {
+    if (e.path().extension() != ".json") continue;
+    ++files;
+    const auto doc = knn::read_results_file(e.path().string());
+    EXPECT_FALSE(doc.info.started_utc.empty()) << e.path();
+    for (const auto& r : doc.results)
+      if (r.status == knn::Status::pass) {
+        EXPECT_GT(r.stats.median, 0) << e.path() << " " << r.version;
+      }
+  }
+  EXPECT_GT(files, 0);
+}
+
+TEST(ResultsSchema, FileProblemsNameTheFile) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_schema_{}", fresh_seed());
+  std::filesystem::create_directories(dir);
+  const std::string broken = (dir / "broken.json").string();
+  std::ofstream(broken) << "{\"schema_version\": 1, ";
+  for (const auto& [path, expect] : std::vector<std::pair<std::string, std::string>>{
+           {(dir / "none.json").string(), "none.json: no such file"}, {broken, "broken.json: not valid JSON"}, {dir.string(), "is a directory"}}) {
+    try {
+      knn::read_results_file(path);
+      ADD_FAILURE() << path << " read";
+    } catch (const knn::SchemaError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- text tables
+
+TEST(TextTable, ColumnsAlignAndTrailingBlanksGo) {
+  const knn::TableRows rows{{"version", "case 0", "x"}, {"v10", "1.5", ""}, {"v2", "123.456", "long cell"}};
+  EXPECT_EQ(knn::text_table(rows, knn::label_then_numbers(3)),
+            "version   case 0          x\n"
+            "v10          1.5\n"
+            "v2       123.456  long cell\n");
+  EXPECT_EQ(knn::text_table(rows, {knn::Align::left, knn::Align::left, knn::Align::left}),
+            "version  case 0   x\n"
+            "v10      1.5\n"
+            "v2       123.456  long cell\n");
+}
+
+TEST(TextTable, MarkdownRuleFollowsTheAlignmentAndPipesAreEscaped) {
+  const knn::TableRows rows{{"a", "b"}, {"x|y", "2"}};
+  EXPECT_EQ(knn::markdown_table(rows, {knn::Align::left, knn::Align::right}), "| a | b |\n| --- | ---: |\n| x\\|y | 2 |\n");
+  EXPECT_EQ(knn::markdown_table(rows, {}), "| a | b |\n| --- | --- |\n| x\\|y | 2 |\n");
+}
