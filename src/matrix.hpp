@@ -16,14 +16,7 @@ struct Case {
   int n = 0;     // references
   int topk = 1;  // neighbour count
   Distribution distribution = Distribution::uniform;
-  std::uint32_t integer_max = kDefaultIntegerMax;  // "max": the integers distribution draws from [0, max)
   std::uint64_t seed = 0;
-  // "self_join": the references are the queries (m = n, one point set); a point is never its own
-  // neighbour, other points at the same place are neighbours at distance 0.
-  bool self_join = false;
-  // "validate_queries": validate this many queries spread over m by default (large cases whose full
-  // reference would take hours); 0 = every query. --validate-queries overrides it.
-  int validate_queries = 0;
   std::vector<std::string> groups;
   std::string description;
   // Point sets read from data files instead of generated (empty: generated from distribution
@@ -31,6 +24,13 @@ struct Case {
   // against the matrix file's folder (what the runner opens).
   std::string queries_file, references_file;
   std::string queries_path, references_path;
+  std::uint32_t integer_max = kDefaultIntegerMax;  // "max": the integers distribution draws from [0, max)
+  // "self_join": the references are the queries (m = n, one point set); a point is never its own
+  // neighbour, other points at the same place are neighbours at distance 0.
+  bool self_join = false;
+  // "validate_queries": validate this many queries spread over m by default (large cases whose full
+  // reference would take hours); 0 = every query. --validate-queries overrides it.
+  int validate_queries = 0;
 };
 
 struct Matrix {
