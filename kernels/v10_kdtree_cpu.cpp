@@ -3,47 +3,17 @@
 // boxes per node. query(): one query per OpenMP iteration; each descends to its own leaf and
 // backtracks only into subtrees whose split plane and tight box are within the current worst
 // (distance, index) pair. Exact for any topk, v0's tie rule included.
-#include <omp.h>
-
-#include <algorithm>
-#include <memory>
+#include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
-#include "kernels/common/kdtree.hpp"
-#include "kernels/common/tree_threads.hpp"
 #include "core/registry.hpp"
+#include "kernels/common/cpu_tree.hpp"
+#include "kernels/common/kdtree.hpp"
 
 namespace {
 
 constexpr int kLeafSize = 16;
-
-constexpr int kParallelQueries = 32;  // fewer queries run on one thread: waking a team costs more
-
-class KdTreeCpu final : public knn::VersionInstance {
- public:
-  void build(const knn::Problem& p, knn::RunContext& ctx) override {
-    tree_ = knn::tree::build_kdtree(p.references, p.n, p.dim, kLeafSize, knn::tree::tree_threads(ctx.env));
-    built_ = true;
-  }
-
-  void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
-    if (!built_) throw std::logic_error("v10: query() before build()");
-    const knn::tree::KdTree& tree = tree_;
-    const int threads = knn::tree::tree_threads(ctx.env, p.m, kParallelQueries);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 16) default(none) shared(tree, p, out)
-    for (int q = 0; q < p.m; ++q) {
-      const std::size_t row = std::size_t(q) * std::size_t(p.topk);
-      knn::tree::kdtree_search(tree, p.queries + std::size_t(q) * std::size_t(p.dim), p.topk, out.indices + row,
-                               out.distances + row);
-    }
-  }
-
- private:
-  knn::tree::KdTree tree_;
-  bool built_ = false;
-};
 
 knn::VersionDesc describe() {
   knn::VersionDesc d;
@@ -56,7 +26,16 @@ knn::VersionDesc describe() {
     if (p.n < 1) return std::string("kd-tree needs at least one reference point");
     return std::nullopt;
   };
-  d.make = [] { return std::make_unique<KdTreeCpu>(); };
+  d.make = [] {
+    return knn::tree::make_cpu_tree(
+        "v10",
+        [](const knn::Problem& p, int threads) {
+          return knn::tree::build_kdtree(p.references, p.n, p.dim, kLeafSize, threads);
+        },
+        [](const knn::tree::KdTree& tree, const float* query, int topk, std::int32_t* indices, float* distances) {
+          knn::tree::kdtree_search(tree, query, topk, indices, distances);
+        });
+  };
   return d;
 }
 

@@ -9,9 +9,7 @@
 // Exact, with v0's distances and tie rule.
 #include <omp.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -20,12 +18,12 @@
 #include <vector>
 
 #include "core/cuda/runtime.hpp"
-#include "kernels/common/tree_threads.hpp"
-#include "kernels/common/kdtree.hpp"
-#include "kernels/common/tree_gpu.cuh"
-#include "kernels/common/tree_query.hpp"
-#include "kernels/common/tree_topk.hpp"
 #include "core/registry.hpp"
+#include "kernels/common/kdtree.hpp"
+#include "kernels/common/tree_driver.hpp"
+#include "kernels/common/tree_gpu.cuh"
+#include "kernels/common/tree_threads.hpp"
+#include "kernels/common/tree_topk.hpp"
 
 namespace {
 
@@ -36,9 +34,6 @@ constexpr int kLeafSize = 16;      // one query per thread: a leaf is scanned ro
 constexpr int kWarpLeafSize = 32;  // one query per warp: a leaf is one row per lane
 constexpr int kWarpMinDim = 8;     // from this k on, a search visits many leaves: warp mode
 constexpr int kStackCapacity = 32;  // entries per thread; a search needs at most tree.depth
-constexpr int kMaxTopk = 32;
-constexpr int kBlock = 64;
-constexpr int kMaxGrid = 1 << 20;  // keeps thread ids well inside int
 
 // One internal node's split, loaded as one 8-byte word.
 struct alignas(8) SplitRecord {
@@ -136,9 +131,9 @@ __device__ __forceinline__ float query_coord(const float (&q)[DIM > 0 ? DIM : 1]
 // stack) and share the leaf scan, one row per lane; the rows that beat the worst pair are then
 // offered to every lane's list in lane order. No shared memory, no block-level synchronisation.
 template <int DIM, int CAP, bool WARP>
-__global__ void __launch_bounds__(kBlock) kdtree_search_kernel(const KdView t, const float* __restrict__ queries, int m,
-                                                               int topk, std::int32_t* __restrict__ out_indices,
-                                                               float* __restrict__ out_distances) {
+__global__ void __launch_bounds__(gpu::kSearchBlock)
+    kdtree_search_kernel(const KdView t, const float* __restrict__ queries, int m, int topk,
+                         std::int32_t* __restrict__ out_indices, float* __restrict__ out_distances) {
   const int dim = DIM > 0 ? DIM : t.dim;
   const int lane = threadIdx.x & 31;
   const int worker = (blockIdx.x * blockDim.x + threadIdx.x) / (WARP ? 32 : 1);
@@ -186,58 +181,24 @@ __global__ void __launch_bounds__(kBlock) kdtree_search_kernel(const KdView t, c
       if (node != popped && prune(box_bound<DIM>(t, q, query, node), node)) continue;
       const int leaf = node - t.first_leaf;
       const int begin = __ldg(t.leaf_begin + leaf), end = __ldg(t.leaf_begin + leaf + 1);
-      if constexpr (WARP) {
-        for (int base = begin; base < end; base += 32) {
-          const int r = base + lane;
-          float d = INFINITY;
-          std::int32_t i = -1;
-          if (r < end) {
-            d = row_distance<DIM>(t, q, query, r);
-            if (d <= top.worst_distance()) i = __ldg(t.index + r);
-          }
-          unsigned mask = __ballot_sync(0xffffffffu, i >= 0 && gpu::before(d, i, top.worst_distance(), top.worst_index()));
-          while (mask) {
-            const int src = __ffs(mask) - 1;
-            mask &= mask - 1;
-            top.offer(__shfl_sync(0xffffffffu, d, src), __shfl_sync(0xffffffffu, i, src));
-          }
-        }
-      } else {
-        for (int r = begin; r < end; ++r) {
-          const float d = row_distance<DIM>(t, q, query, r);
-          if (d <= top.worst_distance()) top.offer(d, __ldg(t.index + r));
-        }
-      }
+      gpu::scan_leaf<WARP>(top, lane, begin, end, t.index,
+                           [&](int r) { return row_distance<DIM>(t, q, query, r); });
     }
     if (!WARP || lane == 0)
       top.store(topk, out_indices + std::size_t(qi) * topk, out_distances + std::size_t(qi) * topk);
   }
 }
 
-template <int DIM, int CAP>
+// Enqueues the search for rows of DIM floats (0: dim at run time) with the list that fits topk.
+template <int DIM>
 void launch(bool warp, const KdView& view, const float* queries, int m, int topk, std::int32_t* indices,
             float* distances, cudaStream_t stream) {
-  // One worker per query up to kMaxGrid blocks; beyond that the grid-stride loop takes over.
-  const int grid = std::min(cuda::divup(std::int64_t(m) * (warp ? 32 : 1), kBlock), kMaxGrid);
-  if (warp)
-    kdtree_search_kernel<DIM, CAP, true><<<grid, kBlock, 0, stream>>>(view, queries, m, topk, indices, distances);
-  else
-    kdtree_search_kernel<DIM, CAP, false><<<grid, kBlock, 0, stream>>>(view, queries, m, topk, indices, distances);
-  KNN_CUDA_CHECK_LAUNCH();
+  gpu::with_list_capacity(topk, [&](auto capacity) {
+    constexpr int CAP = decltype(capacity)::value;
+    gpu::launch_search(warp ? kdtree_search_kernel<DIM, CAP, true> : kdtree_search_kernel<DIM, CAP, false>, warp,
+                       view, queries, m, topk, indices, distances, stream);
+  });
 }
-
-template <int DIM>
-void launch_for_topk(bool warp, const KdView& view, const float* queries, int m, int topk, std::int32_t* indices,
-                     float* distances, cudaStream_t stream) {
-  if (topk <= 1)
-    launch<DIM, 1>(warp, view, queries, m, topk, indices, distances, stream);
-  else if (topk <= 8)
-    launch<DIM, 8>(warp, view, queries, m, topk, indices, distances, stream);
-  else
-    launch<DIM, 32>(warp, view, queries, m, topk, indices, distances, stream);
-}
-
-int list_capacity(int topk) { return topk <= 1 ? 1 : (topk <= 8 ? 8 : 32); }
 
 // Everything the instance keeps on its device.
 struct DeviceTree {
@@ -251,43 +212,21 @@ struct DeviceTree {
   KdView view{};
 };
 
-template <typename T>
-void upload(cuda::DeviceBuffer<T>& dst, const std::vector<T>& src, cudaStream_t stream) {
-  dst = cuda::DeviceBuffer<T>(std::max<std::size_t>(src.size(), 1));
-  if (!src.empty())
-    KNN_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, stream));
-}
-
 // Warp mode when a search visits many leaves (high k), or when one thread per query would leave
 // most of the GPU idle (few queries). On an H100, (3, 1024, 2^20): 0.05 ms per warp vs 0.14 ms
 // per thread; (3, 2^20, 2^20): 3.0 ms vs 0.7 ms; (16, 1024, 2^20): 35 ms vs 275 ms.
 bool use_warp_mode(const knn::Problem& p, int device) {
-  if (p.dim >= kWarpMinDim) return true;
-  int sms = 0, threads_per_sm = 0;
-  KNN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  KNN_CUDA_TRY(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
-  const std::int64_t resident_warps = std::int64_t(sms) * threads_per_sm / 32;
-  return std::int64_t(p.m) <= 4 * resident_warps;
+  return p.dim >= kWarpMinDim || gpu::few_queries(p.m, device);
 }
 
-class KdTreeGpu final : public knn::VersionInstance {
+class KdTreeGpu final : public gpu::GpuTreeInstance<DeviceTree> {
  public:
-  ~KdTreeGpu() override {
-    if (!tree_) return;
-    try {
-      cuda::DeviceScope scope(device_);
-      tree_.reset();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "v11: releasing device memory failed: %s\n", e.what());
-    }
-  }
+  KdTreeGpu() : GpuTreeInstance("v11", "kd-tree") {}
 
   void build(const knn::Problem& p, knn::RunContext& ctx) override {
-    if (ctx.env.devices.empty()) throw std::runtime_error("v11: no CUDA device selected");
-    device_ = ctx.env.devices[0].ordinal;
-    ctx.devices_used = {device_};
+    select_device(ctx);
     const int threads = knn::tree::tree_threads(ctx.env, p.n, 1 << 14);
-    warp_ = use_warp_mode(p, device_);
+    warp_ = use_warp_mode(p, device());
     const knn::tree::KdTree tree =
         knn::tree::build_kdtree(p.references, p.n, p.dim, warp_ ? kWarpLeafSize : kLeafSize, threads);
     if (tree.depth > kStackCapacity)
@@ -314,21 +253,14 @@ class KdTreeGpu final : public knn::VersionInstance {
         std::memcpy(&points[std::size_t(r) * stride], &tree.points[std::size_t(r) * dim], sizeof(float) * dim);
     }
 
-    cuda::DeviceScope scope(device_);
-    tree_.reset();
-    tree_ = std::make_unique<DeviceTree>();
-    DeviceTree& d = *tree_;
-    cuda::PhaseTimer timer(d.stream);
-    timer.begin("h2d");
-    upload(d.split, split, d.stream);
-    upload(d.box, box, d.stream);
-    upload(d.min_index, tree.min_index, d.stream);
-    upload(d.leaf_begin, tree.leaf_begin, d.stream);
-    upload(d.points, points, d.stream);
-    upload(d.index, tree.index, d.stream);
-    timer.end();
-    d.stream.synchronize();
-    timer.report(ctx.timing);
+    DeviceTree& d = upload_tree(ctx, [&](DeviceTree& d) {
+      gpu::upload(d.split, split, d.stream);
+      gpu::upload(d.box, box, d.stream);
+      gpu::upload(d.min_index, tree.min_index, d.stream);
+      gpu::upload(d.leaf_begin, tree.leaf_begin, d.stream);
+      gpu::upload(d.points, points, d.stream);
+      gpu::upload(d.index, tree.index, d.stream);
+    });
     d.view = KdView{dim,          stride,          tree.internal_count(), knn::tree::lower_bound_margin(dim),
                     d.split.data(), d.box.data(), d.min_index.data(),    d.leaf_begin.data(),
                     d.points.data(), d.index.data()};
@@ -337,30 +269,24 @@ class KdTreeGpu final : public knn::VersionInstance {
   }
 
   void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
-    if (!tree_) throw std::logic_error("v11: query() before build()");
-    if (p.dim != dim_ || p.n != n_) throw std::logic_error("v11: query() on a different problem than build()");
-    if (p.topk > kMaxTopk) throw std::invalid_argument("v11: GPU kd-tree supports topk ≤ 32");
-    ctx.devices_used = {device_};
-    cuda::DeviceScope scope(device_);
-    DeviceTree& d = *tree_;
-    knn::tree::gpu::run_queries(p, out, ctx, d.stream, [&](const float* queries, std::int32_t* indices, float* distances) {
-      if (p.dim == 3)
-        launch_for_topk<3>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
-      else if (p.dim == 16)
-        launch_for_topk<16>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
-      else
-        launch_for_topk<0>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
+    query_on_device(p, out, ctx, p.dim == dim_ && p.n == n_, [&](DeviceTree& d) {
+      return [&](const float* queries, std::int32_t* indices, float* distances) {
+        if (p.dim == 3)
+          launch<3>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
+        else if (p.dim == 16)
+          launch<16>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
+        else
+          launch<0>(warp_, d.view, queries, p.m, p.topk, indices, distances, d.stream);
+      };
     });
     ctx.path = std::string(warp_ ? "warp per query" : "thread per query") + ", " +
                (p.dim == 3 || p.dim == 16 ? "k=" + std::to_string(p.dim) : std::string("k at run time")) + ", list of " +
-               std::to_string(list_capacity(p.topk));
+               std::to_string(gpu::list_capacity(p.topk));
   }
 
  private:
-  int device_ = -1;
   int n_ = 0, dim_ = 0;
   bool warp_ = false;  // one query per warp (else per thread); fixed at build with the leaf size
-  std::unique_ptr<DeviceTree> tree_;
 };
 
 knn::VersionDesc describe() {
@@ -372,7 +298,7 @@ knn::VersionDesc describe() {
   d.has_build = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (env.devices.empty()) return std::string("no CUDA device");
-    if (p.topk > kMaxTopk) return std::string("GPU kd-tree supports topk ≤ 32");
+    if (p.topk > gpu::kMaxTopk) return std::string("GPU kd-tree supports topk ≤ 32");
     if (p.n < 1) return std::string("kd-tree needs at least one reference point");
     return std::nullopt;
   };

@@ -8,10 +8,7 @@
 // tie rule.
 #include <omp.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -19,12 +16,12 @@
 #include <vector>
 
 #include "core/cuda/runtime.hpp"
-#include "kernels/common/tree_threads.hpp"
-#include "kernels/common/octree.hpp"
-#include "kernels/common/tree_gpu.cuh"
-#include "kernels/common/tree_query.hpp"
-#include "kernels/common/tree_topk.hpp"
 #include "core/registry.hpp"
+#include "kernels/common/octree.hpp"
+#include "kernels/common/tree_driver.hpp"
+#include "kernels/common/tree_gpu.cuh"
+#include "kernels/common/tree_threads.hpp"
+#include "kernels/common/tree_topk.hpp"
 
 namespace {
 
@@ -33,9 +30,6 @@ namespace cuda = knn::cuda;
 
 constexpr int kLeafSize = 32;
 constexpr int kFrames = knn::tree::kOctreeMaxDepth;  // internal nodes on a path: levels 0 .. max - 1
-constexpr int kMaxTopk = 32;
-constexpr int kBlock = 64;
-constexpr int kMaxGrid = 1 << 20;  // keeps thread ids well inside int
 
 struct OctView {
   float margin;
@@ -61,9 +55,9 @@ __device__ __forceinline__ float box_bound(const float4& lo, const float4& hi, c
 // leaf scan, one row per lane; rows that beat the worst pair are offered to every lane's list in
 // lane order. No shared memory, no block-level synchronisation.
 template <int CAP, bool WARP>
-__global__ void __launch_bounds__(kBlock) octree_search_kernel(const OctView t, const float* __restrict__ queries, int m,
-                                                               int topk, std::int32_t* __restrict__ out_indices,
-                                                               float* __restrict__ out_distances) {
+__global__ void __launch_bounds__(gpu::kSearchBlock)
+    octree_search_kernel(const OctView t, const float* __restrict__ queries, int m, int topk,
+                         std::int32_t* __restrict__ out_indices, float* __restrict__ out_distances) {
   const int lane = threadIdx.x & 31;
   const int worker = (blockIdx.x * blockDim.x + threadIdx.x) / (WARP ? 32 : 1);
   const int workers = gridDim.x * blockDim.x / (WARP ? 32 : 1);
@@ -79,30 +73,7 @@ __global__ void __launch_bounds__(kBlock) octree_search_kernel(const OctView t, 
       d = gpu::add_square(d, q[1], p.y);
       return gpu::add_square(d, q[2], p.z);
     };
-    auto scan = [&](int first, int count) {
-      if constexpr (WARP) {
-        for (int base = first; base < first + count; base += 32) {
-          const int r = base + lane;
-          float d = INFINITY;
-          std::int32_t i = -1;
-          if (r < first + count) {
-            d = distance(r);
-            if (d <= top.worst_distance()) i = __ldg(t.index + r);
-          }
-          unsigned mask = __ballot_sync(0xffffffffu, i >= 0 && gpu::before(d, i, top.worst_distance(), top.worst_index()));
-          while (mask) {
-            const int src = __ffs(mask) - 1;
-            mask &= mask - 1;
-            top.offer(__shfl_sync(0xffffffffu, d, src), __shfl_sync(0xffffffffu, i, src));
-          }
-        }
-      } else {
-        for (int r = first; r < first + count; ++r) {
-          const float d = distance(r);
-          if (d <= top.worst_distance()) top.offer(d, __ldg(t.index + r));
-        }
-      }
-    };
+    auto scan = [&](int first, int count) { gpu::scan_leaf<WARP>(top, lane, first, first + count, t.index, distance); };
     // Children of `node` nearer than the worst pair, ranked by (bound, offset) without any
     // run-time register indexing: order packs the offsets, 3 bits each, nearest in the low bits,
     // and their number in bits 24-27.
@@ -172,28 +143,6 @@ __global__ void __launch_bounds__(kBlock) octree_search_kernel(const OctView t, 
   }
 }
 
-template <int CAP>
-void launch(bool warp, const OctView& view, const float* queries, int m, int topk, std::int32_t* indices,
-            float* distances, cudaStream_t stream) {
-  // One worker per query up to kMaxGrid blocks; beyond that the grid-stride loop takes over.
-  const int grid = std::min(cuda::divup(std::int64_t(m) * (warp ? 32 : 1), kBlock), kMaxGrid);
-  if (warp)
-    octree_search_kernel<CAP, true><<<grid, kBlock, 0, stream>>>(view, queries, m, topk, indices, distances);
-  else
-    octree_search_kernel<CAP, false><<<grid, kBlock, 0, stream>>>(view, queries, m, topk, indices, distances);
-  KNN_CUDA_CHECK_LAUNCH();
-}
-
-// Warp mode when one thread per query would leave most of the GPU idle (few queries).
-bool use_warp_mode(int m, int device) {
-  int sms = 0, threads_per_sm = 0;
-  KNN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  KNN_CUDA_TRY(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
-  return std::int64_t(m) <= 4 * (std::int64_t(sms) * threads_per_sm / 32);
-}
-
-int list_capacity(int topk) { return topk <= 1 ? 1 : (topk <= 8 ? 8 : 32); }
-
 struct DeviceTree {
   cuda::Stream stream;
   cuda::DeviceBuffer<knn::tree::OctreeNode> nodes;
@@ -203,29 +152,13 @@ struct DeviceTree {
   OctView view{};
 };
 
-template <typename T>
-void upload(cuda::DeviceBuffer<T>& dst, const T* src, std::size_t count, cudaStream_t stream) {
-  dst = cuda::DeviceBuffer<T>(std::max<std::size_t>(count, 1));
-  if (count > 0) KNN_CUDA_TRY(cudaMemcpyAsync(dst.data(), src, count * sizeof(T), cudaMemcpyHostToDevice, stream));
-}
-
-class OctreeGpu final : public knn::VersionInstance {
+class OctreeGpu final : public gpu::GpuTreeInstance<DeviceTree> {
  public:
-  ~OctreeGpu() override {
-    if (!tree_) return;
-    try {
-      cuda::DeviceScope scope(device_);
-      tree_.reset();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "v13: releasing device memory failed: %s\n", e.what());
-    }
-  }
+  OctreeGpu() : GpuTreeInstance("v13", "octree") {}
 
   void build(const knn::Problem& p, knn::RunContext& ctx) override {
     if (p.dim != 3) throw std::invalid_argument("v13: octree needs k = 3");
-    if (ctx.env.devices.empty()) throw std::runtime_error("v13: no CUDA device selected");
-    device_ = ctx.env.devices[0].ordinal;
-    ctx.devices_used = {device_};
+    select_device(ctx);
     const int threads = knn::tree::tree_threads(ctx.env, p.n, 1 << 14);
     const knn::tree::Octree tree = knn::tree::build_octree(p.references, p.n, kLeafSize, threads);
     std::vector<float4> points(std::size_t(p.n));
@@ -235,48 +168,36 @@ class OctreeGpu final : public knn::VersionInstance {
       points[std::size_t(r)] = make_float4(row[0], row[1], row[2], 0.f);
     }
 
-    cuda::DeviceScope scope(device_);
-    tree_.reset();
-    tree_ = std::make_unique<DeviceTree>();
-    DeviceTree& d = *tree_;
-    cuda::PhaseTimer timer(d.stream);
-    timer.begin("h2d");
-    upload(d.nodes, tree.nodes.data(), tree.nodes.size(), d.stream);
-    upload(d.min_index, tree.min_index.data(), tree.min_index.size(), d.stream);
-    upload(d.points, points.data(), points.size(), d.stream);
-    upload(d.index, tree.index.data(), tree.index.size(), d.stream);
-    timer.end();
-    d.stream.synchronize();
-    timer.report(ctx.timing);
+    DeviceTree& d = upload_tree(ctx, [&](DeviceTree& d) {
+      gpu::upload(d.nodes, tree.nodes, d.stream);
+      gpu::upload(d.min_index, tree.min_index, d.stream);
+      gpu::upload(d.points, points, d.stream);
+      gpu::upload(d.index, tree.index, d.stream);
+    });
     d.view = OctView{knn::tree::lower_bound_margin(3), reinterpret_cast<const float4*>(d.nodes.data()),
                      d.min_index.data(), d.points.data(), d.index.data()};
     n_ = p.n;
   }
 
   void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
-    if (!tree_) throw std::logic_error("v13: query() before build()");
-    if (p.dim != 3 || p.n != n_) throw std::logic_error("v13: query() on a different problem than build()");
-    if (p.topk > kMaxTopk) throw std::invalid_argument("v13: GPU octree supports topk ≤ 32");
-    ctx.devices_used = {device_};
-    cuda::DeviceScope scope(device_);
-    DeviceTree& d = *tree_;
-    const bool warp = use_warp_mode(p.m, device_);
-    knn::tree::gpu::run_queries(p, out, ctx, d.stream, [&](const float* queries, std::int32_t* indices, float* distances) {
-      if (p.topk <= 1)
-        launch<1>(warp, d.view, queries, p.m, p.topk, indices, distances, d.stream);
-      else if (p.topk <= 8)
-        launch<8>(warp, d.view, queries, p.m, p.topk, indices, distances, d.stream);
-      else
-        launch<32>(warp, d.view, queries, p.m, p.topk, indices, distances, d.stream);
+    bool warp = false;
+    query_on_device(p, out, ctx, p.dim == 3 && p.n == n_, [&](DeviceTree& d) {
+      // Warp mode when one thread per query would leave most of the GPU idle (few queries).
+      warp = gpu::few_queries(p.m, device());
+      return [&](const float* queries, std::int32_t* indices, float* distances) {
+        gpu::with_list_capacity(p.topk, [&](auto capacity) {
+          constexpr int CAP = decltype(capacity)::value;
+          gpu::launch_search(warp ? octree_search_kernel<CAP, true> : octree_search_kernel<CAP, false>, warp, d.view,
+                             queries, p.m, p.topk, indices, distances, d.stream);
+        });
+      };
     });
     ctx.path = std::string(warp ? "warp per query" : "thread per query") + ", list of " +
-               std::to_string(list_capacity(p.topk));
+               std::to_string(gpu::list_capacity(p.topk));
   }
 
  private:
-  int device_ = -1;
   int n_ = 0;
-  std::unique_ptr<DeviceTree> tree_;
 };
 
 knn::VersionDesc describe() {
@@ -289,7 +210,7 @@ knn::VersionDesc describe() {
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (p.dim != 3) return std::string("octree needs k = 3");
     if (env.devices.empty()) return std::string("no CUDA device");
-    if (p.topk > kMaxTopk) return std::string("GPU octree supports topk ≤ 32");
+    if (p.topk > gpu::kMaxTopk) return std::string("GPU octree supports topk ≤ 32");
     if (p.n < 1) return std::string("octree needs at least one reference point");
     return std::nullopt;
   };

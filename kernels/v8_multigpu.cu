@@ -1,9 +1,10 @@
 // v8: v7 on every selected GPU. The references are split evenly across the GPUs; one OpenMP thread
 // per GPU copies the queries and its slice (own stream, own cudaMemcpyAsync from the harness's host
-// buffers, pinned or not), runs v7's transpose, multi-block search and GPU second-level reduction,
-// and returns its best (distance, slice index) per query. The host then merges per query in slice
-// order, turning slice indices into global ones; no lock. With one GPU it is v7 plus the merge, and
-// ctx.path says so. Driver: kernels/common/multigpu.cu.
+// buffers, pinned or not), runs v7's transpose and multi-block search, downloads the per-block
+// candidates and reduces them on the host as v7 does, giving its best (distance, slice index) per
+// query. Once every GPU is done, the threads merge disjoint ranges of queries over the GPUs in the
+// (distance, index) order, turning slice indices into global ones; no lock. With one GPU it is v7
+// plus the merge, and ctx.path says so. Driver: kernels/common/multigpu.cu.
 #include "kernels/common/gpu_frame.hpp"
 #include "kernels/common/multigpu.hpp"
 

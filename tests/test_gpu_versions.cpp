@@ -3,6 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "devices.hpp"
 #include "matrix.hpp"
@@ -126,4 +133,57 @@ TEST(GpuMemory, AFailedAllocationIsRecordedAsASkip) {
   // The device is still usable afterwards.
   Dataset d(3, 50, 1000, 1, Distribution::uniform, 5);
   EXPECT_EQ(knn::testing::run_once(*v3, d, env).status, Status::pass);
+}
+
+namespace {
+
+// Runs knnbench-testbin with v4 and t8 (tests/versions/t8_v4_slowed.cu) on cases 2, 6 and 7 (wide
+// and narrow blocks, k = 3 and 16) with KNN_SLOWDOWN_PCT set to `knob`; returns the exit code and
+// the results file.
+std::pair<int, nlohmann::json> run_v4_and_t8(const std::string& knob) {
+  const auto json = std::filesystem::temp_directory_path() / fmt::format("knn_t8_{}_{}.json", ::getpid(), knob);
+  const std::string cmd = fmt::format(
+      "KNN_SLOWDOWN_PCT='{}' {} --config {}/configs/default.json --version v4,t8 --case 2,6,7 --warmup 0 "
+      "--min-samples 1 --min-time 0 --quiet --json {} > /dev/null 2>&1",
+      knob, KNN_TEST_BINARY, KNN_SOURCE_DIR, json.string());
+  const int status = std::system(cmd.c_str());
+  nlohmann::json results;
+  if (std::filesystem::exists(json)) results = nlohmann::json::parse(std::ifstream(json));
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, results};
+}
+
+}  // namespace
+
+// t8 does more of v4's work under KNN_SLOWDOWN_PCT and must still give v4's answers at every setting.
+TEST(GpuSlowedVersion, T8AnswersAsV4AtEverySlowdown) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  for (const std::string knob : {"0", "13", "100"}) {
+    const auto [code, j] = run_v4_and_t8(knob);
+    EXPECT_EQ(code, 0) << "KNN_SLOWDOWN_PCT=" << knob;
+    ASSERT_EQ(j["results"].size(), 6u) << "KNN_SLOWDOWN_PCT=" << knob;
+    for (const auto& r : j["results"]) {
+      EXPECT_EQ(r["status"], "pass") << r["version"] << " KNN_SLOWDOWN_PCT=" << knob << ": " << r["reason"];
+      if (r["version"] == "t8")
+        EXPECT_NE(r["path"].get<std::string>().find("KNN_SLOWDOWN_PCT=" + knob), std::string::npos) << r["path"];
+    }
+  }
+}
+
+TEST(GpuSlowedVersion, T8RefusesAKnobOutsideItsRange) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  for (const std::string knob : {"ten", "101", "-1"}) {
+    const auto [code, j] = run_v4_and_t8(knob);
+    EXPECT_NE(code, 0) << "KNN_SLOWDOWN_PCT=" << knob;
+    ASSERT_EQ(j["results"].size(), 6u) << "KNN_SLOWDOWN_PCT=" << knob;
+    for (const auto& r : j["results"]) {
+      if (r["version"] != "t8") continue;
+      EXPECT_EQ(r["status"], "fail") << knob;
+      EXPECT_NE(r["reason"].get<std::string>().find("KNN_SLOWDOWN_PCT: expected a whole number from 0 to 100, got '" +
+                                                    knob + "'"),
+                std::string::npos)
+          << r["reason"];
+    }
+  }
 }

@@ -1,11 +1,12 @@
 #pragma once
-// Device helpers shared by the GPU argmin versions: the (distance, index) order, the distance
-// arithmetic, one thread's scan over references, and the warp and block reductions.
+// Device helpers shared by the GPU argmin versions: the distance arithmetic, one thread's scan over
+// references, and the warp and block reductions.
 //
 // Tie rule (v0's): among equal minimum distances the smallest index wins. A thread scans its
 // references in increasing index order with a strict `<`, so it keeps its first minimum; every
 // reduction after that compares (distance, index) lexicographically, which is associative and
-// commutative, so the order in which threads, blocks or GPUs are combined does not matter.
+// commutative, so the order in which threads, blocks or GPUs are combined does not matter. The
+// order itself (precedes, knn::before) and the answer a candidate gives are in candidate.hpp.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -14,14 +15,6 @@
 #include "kernels/common/candidate.hpp"
 
 namespace knn::gpu {
-
-__device__ __forceinline__ Candidate no_candidate() { return {INFINITY, kNoIndex}; }
-
-// True when a comes before b: smaller distance, or equal distance and smaller index (v0's order;
-// also the host's second-level reduction in multiblock.cu).
-__host__ __device__ __forceinline__ bool precedes(const Candidate& a, const Candidate& b) {
-  return a.distance < b.distance || (a.distance == b.distance && a.index < b.index);
-}
 
 // ---------------------------------------------------------------- operands
 
@@ -161,13 +154,6 @@ __device__ __forceinline__ Candidate block_argmin_unrolled(Candidate c, float* s
 }
 
 // ---------------------------------------------------------------- answers
-
-// Writes query q's answer: v0 answers index 0 with an infinite distance when nothing was finite.
-__device__ __forceinline__ void store_answer(const Candidate& c, long long q, std::int32_t* indices,
-                                             float* distances) {
-  indices[q] = c.index == kNoIndex ? 0 : c.index;
-  distances[q] = c.distance;
-}
 
 // The end of every one-block-per-query kernel (v1's reduction, v3–v6): the block tree over the
 // threads' candidates, then thread 0 stores query q's answer. Needs kThreads threads.
@@ -339,27 +325,28 @@ __device__ __forceinline__ void take_quad(Candidate& best, const float4& sum, lo
 
 inline constexpr int kQuadsPerStep = 2;  // SoA scans: 8 references per step in two 16-byte loads per dimension
 
-// One thread's share of an SoA scan: quads threadIdx.x, +kThreads, ... (kQuadsPerStep per step, one
-// 16-byte load per quad and dimension), then the last n % 4 references one at a time.
-template <int kThreads, class Query>
+// One thread's share of an SoA scan: quads threadIdx.x, +kThreads, ... (kQuads per step, one
+// 16-byte load per quad and dimension), then the last n % 4 references one at a time. Versions use
+// kQuadsPerStep; scan_bench times other counts.
+template <int kThreads, int kQuads = kQuadsPerStep, class Query>
 __device__ __forceinline__ Candidate scan_soa_quads(int dim, const Query& query, const SoaQuadReferences& refs,
                                                     long long n) {
   Candidate best = no_candidate();
   const long long quads = n / 4;
   constexpr long long stride = kThreads;
   long long i = threadIdx.x;
-  for (; i + (kQuadsPerStep - 1) * stride < quads; i += kQuadsPerStep * stride) {
-    float4 sum[kQuadsPerStep];
+  for (; i + (kQuads - 1) * stride < quads; i += kQuads * stride) {
+    float4 sum[kQuads];
 #pragma unroll
-    for (int r = 0; r < kQuadsPerStep; ++r) sum[r] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int r = 0; r < kQuads; ++r) sum[r] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
     for (int t = 0; t < dim; ++t) {
       const float q = query(t);
 #pragma unroll
-      for (int r = 0; r < kQuadsPerStep; ++r) add_squared_differences(sum[r], q, refs.quad(i + r * stride, t));
+      for (int r = 0; r < kQuads; ++r) add_squared_differences(sum[r], q, refs.quad(i + r * stride, t));
     }
 #pragma unroll
-    for (int r = 0; r < kQuadsPerStep; ++r) take_quad(best, sum[r], 4 * (i + r * stride));
+    for (int r = 0; r < kQuads; ++r) take_quad(best, sum[r], 4 * (i + r * stride));
   }
   for (; i < quads; i += stride) {
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);

@@ -23,9 +23,6 @@
 namespace knn::gpu {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kReduceThreads = 256;  // the second-level kernel: 8 queries per block
-
 // One thread's scan, two references per step: positions j and j + stride share each query load and
 // their loads are independent, so twice as many are in flight as with one reference per step. Each
 // sum runs over the dimensions in order (v0's arithmetic), and j is compared before j + stride with a
@@ -82,23 +79,6 @@ __global__ void __launch_bounds__(kSearchThreads, 1)
   });
 }
 
-// One warp answers one query: lane l reads the query's candidates l, l + 32, ... of its B, the warp
-// shuffles to the first (distance, index), and lane 0 stores the answer.
-__global__ void reduce_partials_kernel(int m, int blocks_per_query, const Candidate* __restrict__ partials,
-                                       std::int32_t* __restrict__ indices, float* __restrict__ distances) {
-  const long long q = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
-  if (q >= m) return;  // whole warps leave together: q is the same on all 32 lanes
-  const int lane = threadIdx.x % kWarp;
-  const Candidate* mine = partials + q * blocks_per_query;
-  Candidate c = no_candidate();
-  for (int i = lane; i < blocks_per_query; i += kWarp) {
-    const Candidate other = mine[i];
-    if (precedes(other, c)) c = other;
-  }
-  c = warp_argmin(c);
-  if (lane == 0) store_answer(c, q, indices, distances);
-}
-
 using SearchKernel = void (*)(int, int, int, const float*, const float*, Candidate*);
 
 SearchKernel search_kernel(BlockReduce reduce) {
@@ -121,7 +101,7 @@ Occupancy occupancy(int ordinal, BlockReduce reduce) {
 }
 
 constexpr std::size_t kSlabAlignment = 256;  // each carved buffer starts on a 256-byte boundary
-constexpr int kSlabParts = 6;
+constexpr int kSlabParts = 4;
 
 std::size_t aligned(std::size_t bytes) { return (bytes + kSlabAlignment - 1) / kSlabAlignment * kSlabAlignment; }
 
@@ -130,7 +110,7 @@ std::size_t aligned(std::size_t bytes) { return (bytes + kSlabAlignment - 1) / k
 std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count) {
   const std::size_t partials = std::size_t(m) + std::size_t(2) * std::size_t(std::max(sm_count, 1));  // m·B < resident + m
   return float_bytes(std::size_t(m) * dim + std::size_t(2) * std::size_t(n) * dim) + partials * sizeof(Candidate) +
-         std::size_t(m) * (sizeof(std::int32_t) + sizeof(float)) + kSlabParts * kSlabAlignment;
+         kSlabParts * kSlabAlignment;
 }
 
 MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, BlockReduce reduce,
@@ -146,10 +126,7 @@ MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, Bl
   const std::size_t query_bytes = aligned(float_bytes(std::size_t(m) * std::size_t(dim)));
   const std::size_t reference_bytes = aligned(float_bytes(std::size_t(n) * std::size_t(dim)));
   const std::size_t partial_bytes = aligned(std::size_t(m) * std::size_t(blocks_per_query_) * sizeof(Candidate));
-  const std::size_t index_bytes = aligned(std::size_t(m) * sizeof(std::int32_t));
-  const std::size_t distance_bytes = aligned(std::size_t(m) * sizeof(float));
-  slab_ = frame.alloc_on_stream<unsigned char>(query_bytes + 2 * reference_bytes + partial_bytes + index_bytes +
-                                               distance_bytes);
+  slab_ = frame.alloc_on_stream<unsigned char>(query_bytes + 2 * reference_bytes + partial_bytes);
   if (second_level_ == SecondLevel::host)
     staging_ = frame.staging<Candidate>(std::size_t(m) * std::size_t(blocks_per_query_));
   unsigned char* next = slab_.data();
@@ -162,15 +139,14 @@ MultiblockSearch::MultiblockSearch(DeviceFrame& frame, int m, int n, int dim, Bl
   references_ = reinterpret_cast<float*>(carve(reference_bytes));
   soa_ = reinterpret_cast<float*>(carve(reference_bytes));
   partials_ = reinterpret_cast<Candidate*>(carve(partial_bytes));
-  indices_ = reinterpret_cast<std::int32_t*>(carve(index_bytes));
-  distances_ = reinterpret_cast<float*>(carve(distance_bytes));
 }
 
 MultiblockSearch::~MultiblockSearch() {
   if (staging_.data()) KNN_CUDA_TRY_NO_THROW(cudaStreamSynchronize(frame_.stream()));
 }
 
-void MultiblockSearch::enqueue(const float* host_queries, const float* host_references) {
+void MultiblockSearch::enqueue(const float* host_queries, const float* host_references,
+                               const std::function<void()>& after_search) {
   const std::size_t query_floats = std::size_t(m_) * std::size_t(dim_);
   const std::size_t reference_floats = std::size_t(n_) * std::size_t(dim_);
   frame_.timed("h2d", [&] {
@@ -183,33 +159,27 @@ void MultiblockSearch::enqueue(const float* host_queries, const float* host_refe
   const SearchKernel kernel = search_kernel(reduce_);
   // m · B < resident + m blocks, far below the 2^31 - 1 limit of gridDim.x.
   const int search_blocks = m_ * blocks_per_query_;
-  const int reduce_blocks = cuda::divup(static_cast<long long>(m_) * kWarp, kReduceThreads);
   frame_.launch("kernel", [&] {
     kernel<<<search_blocks, kSearchThreads, 0, frame_.stream()>>>(dim_, n_, blocks_per_query_, queries_, soa_,
                                                                   partials_);
-    if (second_level_ == SecondLevel::host) return;
+    if (!after_search) return;
     KNN_CUDA_CHECK_LAUNCH();
-    reduce_partials_kernel<<<reduce_blocks, kReduceThreads, 0, frame_.stream()>>>(
-        m_, blocks_per_query_, partials_, indices_, distances_);
+    after_search();
   });
 }
 
 void MultiblockSearch::finish_on_host(TimingSink& sink, std::int32_t* indices, float* distances) {
-  if (second_level_ != SecondLevel::host) throw std::logic_error("finish_on_host: the second level runs on the device");
+  if (second_level_ != SecondLevel::host) throw std::logic_error("finish_on_host: the caller reduces the candidates");
   frame_.timed("d2h", [&] {
     KNN_CUDA_TRY(cudaMemcpyAsync(staging_.data(), partials_, staging_.size() * sizeof(Candidate),
                                  cudaMemcpyDeviceToHost, frame_.stream()));
   });
   frame_.synchronize_and_report(sink);
   const auto start = std::chrono::steady_clock::now();
-  const std::size_t per_query = std::size_t(blocks_per_query_);
   for (int q = 0; q < m_; ++q) {
-    const Candidate* mine = staging_.data() + std::size_t(q) * per_query;
-    Candidate best = mine[0];
-    for (std::size_t b = 1; b < per_query; ++b)
-      if (precedes(mine[b], best)) best = mine[b];
-    indices[q] = best.index == kNoIndex ? 0 : best.index;
-    distances[q] = best.distance;
+    const Candidate* mine = staging_.data() + std::size_t(q) * std::size_t(blocks_per_query_);
+    const Candidate best = merge_candidates(mine[0], 1, blocks_per_query_, 1, [mine](int b) { return mine[b]; });
+    store_answer(best, q, indices, distances);
   }
   sink.add("host_reduce", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
 }

@@ -2,6 +2,7 @@
 // v7's path, shared with v8 and v9: several blocks per query so every SM has work even when m = 1.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "kernels/common/candidate.hpp"
 #include "kernels/common/gpu_frame.hpp"
@@ -12,10 +13,10 @@ namespace knn::gpu {
 // compile-time unrolled tree with a shuffle-reduced last warp (v9).
 enum class BlockReduce { tree, unrolled };
 
-// Where a query's per-block candidates are reduced to its answer: on the host after downloading them
-// (v7–v9, the seed's choice, which measured faster), or in a second GPU kernel with one warp per query
-// (kept in the test-only version t5 so the comparison can be repeated).
-enum class SecondLevel { host, device };
+// Where a query's per-block candidates go after the search: downloaded and reduced to its answer on
+// the host (v7–v9, the seed's choice, which measured faster), or left in device memory for the
+// caller (the test-only t5 reduces them in a GPU kernel, so the comparison can be repeated).
+enum class SecondLevel { host, caller };
 
 // Upper bound of the device bytes MultiblockSearch allocates on a device with sm_count SMs (an SM
 // holds at most 2048 threads, so at most 2 search blocks of 1024 are resident on it).
@@ -23,9 +24,8 @@ std::size_t multiblock_device_bytes(int m, int n, int dim, int sm_count);
 
 // Answers m queries against n references (dimension dim) on the frame's device: uploads both,
 // transposes the references to SoA, runs blocks_per_query() blocks per query, each over a strided
-// share of the references, then reduces each query's per-block candidates: on the host after
-// downloading them (SecondLevel::host, finish_on_host) or on the device, one warp per query
-// (SecondLevel::device, answers()). Answers are indices into the n references given.
+// share of the references, each block leaving one candidate; with SecondLevel::host, finish_on_host
+// reduces each query's candidates on the host. Answers are indices into the n references given.
 class MultiblockSearch {
  public:
   // Plans the grid (occupancy × SM count of the current device) and allocates everything.
@@ -37,11 +37,13 @@ class MultiblockSearch {
   MultiblockSearch(const MultiblockSearch&) = delete;
   MultiblockSearch& operator=(const MultiblockSearch&) = delete;
 
-  // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (the search, and with
-  // SecondLevel::device the second-level kernel).
-  void enqueue(const float* host_queries, const float* host_references);
+  // Enqueues: "h2d" (queries and references, one phase), "transpose", "kernel" (the search, then
+  // whatever `after_search` enqueues on the frame's stream once the search launch is checked).
+  void enqueue(const float* host_queries, const float* host_references,
+               const std::function<void()>& after_search = nullptr);
 
-  AnswersView answers() const { return {indices_, distances_}; }  // SecondLevel::device only
+  // The m × blocks_per_query() candidates in device memory, query-major, once the search has run.
+  const Candidate* partials() const { return partials_; }
 
   // SecondLevel::host, after enqueue(): downloads ("d2h") the m × blocks_per_query() candidates,
   // query-major, into a pooled page-locked host block, waits for the frame's stream, reports the
@@ -66,8 +68,6 @@ class MultiblockSearch {
   float* references_ = nullptr;  // as given (AoS)
   float* soa_ = nullptr;
   Candidate* partials_ = nullptr;  // m × blocks_per_query, query-major
-  std::int32_t* indices_ = nullptr;
-  float* distances_ = nullptr;
 };
 
 }  // namespace knn::gpu

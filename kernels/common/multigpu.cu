@@ -18,7 +18,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -79,22 +78,16 @@ void run_multigpu_argmin(const Problem& p, Neighbors out, RunContext& ctx, Block
   const std::vector<Slice> slices = split_evenly(p.n, gpus);
   std::vector<GpuResult> results(gpus);
 
-  // Slices ascend in index, so a strict `<` in slice order keeps the smallest global index among
-  // equal distances. A slice whose distances were all infinite answers (0, inf) and is never taken.
+  // Each GPU's answer to q, as a global index; slices ascend in index, so the (distance, index)
+  // order keeps the smallest global index among equal distances. A slice whose distances were all
+  // infinite answers (inf, slice begin); the answer is (inf, 0) only when every slice did so.
   const auto merge_queries = [&](int first, int last) {
     for (int q = first; q < last; ++q) {
-      float best = std::numeric_limits<float>::infinity();
-      std::int32_t best_index = 0;
-      for (int g = 0; g < gpus; ++g) {
-        if (slices[g].count == 0) continue;
-        const float d = results[g].distances[q];
-        if (d < best) {
-          best = d;
-          best_index = slices[g].begin + results[g].indices[q];
-        }
-      }
-      out.indices[q] = best_index;
-      out.distances[q] = best;
+      const Candidate best = merge_candidates(no_candidate(), 0, gpus, 1, [&](int g) {
+        if (slices[g].count == 0) return no_candidate();
+        return Candidate{results[g].distances[q], slices[g].begin + results[g].indices[q]};
+      });
+      store_answer(best, q, out.indices, out.distances);
     }
   };
   bool failed = false;

@@ -1,16 +1,14 @@
 #pragma once
 // Device helpers shared by the GPU tree versions (v11, v13): the per-thread top-k list held in
-// registers, and distances rounded exactly like the host's squared_distance().
+// registers, the leaf scan that feeds it, and distances rounded exactly like the host's
+// squared_distance(). The row order is the core's knn::before.
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-namespace knn::tree::gpu {
+#include "core/order.hpp"
 
-// (d1, i1) comes before (d2, i2): the order of a result row.
-__device__ __forceinline__ bool before(float d1, std::int32_t i1, float d2, std::int32_t i2) {
-  return d1 < d2 || (d1 == d2 && i1 < i2);
-}
+namespace knn::tree::gpu {
 
 // One squared-difference term added to a running sum with the host's roundings (no FMA
 // contraction), so GPU distances equal v0's bit for bit.
@@ -78,10 +76,35 @@ struct TopKList {
   }
 };
 
-// Whether a cell with lower bound `bound` and smallest index `min_index` can hold no candidate
-// that comes before the worst pair (see tree_topk.hpp: ties with a smaller index must be kept).
-__device__ __forceinline__ bool can_prune(float bound, std::int32_t min_index, float worst_d, std::int32_t worst_i) {
-  return bound > worst_d || (bound == worst_d && min_index > worst_i);
+// Offers the rows [begin, end) of a leaf to `top`; distance(r) is row r's squared distance to the
+// query and index[r] its reference index. WARP = false: one thread scans the rows in order. WARP =
+// true: the 32 lanes share the scan, one row per lane, and the rows that beat the worst pair are
+// then offered to every lane's list in lane order, so all lanes keep the same list.
+template <bool WARP, int CAP, class Distance>
+__device__ __forceinline__ void scan_leaf(TopKList<CAP>& top, int lane, int begin, int end,
+                                          const std::int32_t* __restrict__ index, const Distance& distance) {
+  if constexpr (WARP) {
+    for (int base = begin; base < end; base += 32) {
+      const int r = base + lane;
+      float d = INFINITY;
+      std::int32_t i = -1;
+      if (r < end) {
+        d = distance(r);
+        if (d <= top.worst_distance()) i = __ldg(index + r);
+      }
+      unsigned mask = __ballot_sync(0xffffffffu, i >= 0 && before(d, i, top.worst_distance(), top.worst_index()));
+      while (mask) {
+        const int src = __ffs(mask) - 1;
+        mask &= mask - 1;
+        top.offer(__shfl_sync(0xffffffffu, d, src), __shfl_sync(0xffffffffu, i, src));
+      }
+    }
+  } else {
+    for (int r = begin; r < end; ++r) {
+      const float d = distance(r);
+      if (d <= top.worst_distance()) top.offer(d, __ldg(index + r));
+    }
+  }
 }
 
 }  // namespace knn::tree::gpu

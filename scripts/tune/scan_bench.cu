@@ -1,8 +1,9 @@
 // Tuning micro-benchmark for v3-v6's scan (kernels/common/argmin.cuh): one-block-per-query argmin
-// kernels in several shapes (block size, references per step, AoS / SoA / SoA float4), timed alone
-// with events on case 10/11 shapes and two m=1 shapes; every variant is checked against the first.
+// kernels in several shapes (block size, references per step, AoS / SoA / SoA float4), each built from
+// argmin.cuh's own scans and block tree, timed alone with events on case 10/11 shapes and two m=1
+// shapes; every variant is checked against the first.
 // Not part of the build. On a GPU machine:
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I. scripts/tune/scan_bench.cu -o scan_bench && ./scan_bench 15 [round1|harness]
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I. -Isrc scripts/tune/scan_bench.cu -o scan_bench && ./scan_bench 15 [round1|harness]
 // (round "harness" times v4's own kernel from argmin.cuh beside the bench's, then several queries per block).
 // docs/tuning.md has the figures it gave on an H100.
 #include <cuda_runtime.h>
@@ -26,50 +27,26 @@
     }                                                                                  \
   } while (0)
 
-struct Cand {
-  float d;
-  int i;
-};
-__device__ __forceinline__ bool prec(const Cand& a, const Cand& b) { return a.d < b.d || (a.d == b.d && a.i < b.i); }
-__device__ __forceinline__ void take(Cand& best, float d, long long j) {
-  if (d < best.d) best = {d, int(j)};
+using knn::gpu::Candidate;
+
+__device__ __forceinline__ void take(Candidate& best, float d, long long j) {
+  if (d < best.distance) best = {d, static_cast<std::int32_t>(j)};
 }
 
-template <int T>
-__device__ __forceinline__ void finish(Cand c, int q, int* idx, float* dist) {
-  __shared__ float sd[T];
-  __shared__ int si[T];
-  sd[threadIdx.x] = c.d;
-  si[threadIdx.x] = c.i;
-  __syncthreads();
-#pragma unroll 1
-  for (int off = T / 2; off > 0; off >>= 1) {
-    if (threadIdx.x < off) {
-      Cand o{sd[threadIdx.x + off], si[threadIdx.x + off]};
-      if (prec(o, c)) {
-        c = o;
-        sd[threadIdx.x] = c.d;
-        si[threadIdx.x] = c.i;
-      }
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    idx[q] = c.i;
-    dist[q] = c.d;
-  }
-}
-
-// MODE 0: 1 ref/step scalar SoA (v4 now). MODE 1: R strided refs/step scalar SoA.
-// MODE 2: float4 (4 consecutive refs) per step SoA, ld padded to 4. MODE 3: AoS R strided (v3-like).
-// MODE 4: float4 x2 (8 consecutive refs as two quads strided by T quads). MODE 5: AoS rows as float4s
-// (dim % 4 == 0), R strided refs/step.
+// Each variant is one of argmin.cuh's scans (what v3-v6 run), with the query staged in a 64-float
+// shared array. MODE 0: one reference per step, SoA (scan_references). MODE 1: R strided references per
+// step, SoA (scan_strided). MODE 2: one float4 quad of consecutive references per step, SoA with ld
+// padded to 4 (scan_soa_quads, one quad). MODE 3: R strided references per step, AoS (scan_strided,
+// v3-like). MODE 4: R quads per step (scan_soa_quads; v4 uses 2). MODE 5: AoS rows as float4s
+// (dim % 4 == 0), R strided references per step (scan_strided_vec4). DIM > 0 makes dim a compile-time
+// constant. Then the block tree and thread 0's store (block_store_answer).
 // EXTRA: floats of static shared memory added (written once, otherwise unused): the footprint of
 // with_block_query's staging array, to see what shared memory alone costs.
 template <int T, int MINB, int MODE, int R, int DIM, int EXTRA = 0>
 __global__ void __launch_bounds__(T, MINB)
     scan(int dim_rt, int n, long long ld, const float* __restrict__ qs, const float* __restrict__ refs,
          int* __restrict__ idx, float* __restrict__ dist) {
+  namespace g = knn::gpu;
   const int dim = DIM > 0 ? DIM : dim_rt;
   __shared__ float sq[64];
   for (int t = threadIdx.x; t < dim; t += T) sq[t] = qs[blockIdx.x * (long long)dim + t];
@@ -79,135 +56,22 @@ __global__ void __launch_bounds__(T, MINB)
     if (threadIdx.x == 0 && extra[(blockIdx.x + 1) % EXTRA] == -1.f) sq[0] = 0.f;  // never true: keeps the array
   }
   __syncthreads();
-  Cand best{INFINITY, INT32_MAX};
+  const g::SharedQuery query{sq};
+  Candidate best;
   if constexpr (MODE == 0) {
-    for (long long j = threadIdx.x; j < n; j += T) {
-      float s = 0.f;
-#pragma unroll
-      for (int t = 0; t < dim; ++t) {
-        float df = sq[t] - __ldg(refs + t * ld + j);
-        s += df * df;
-      }
-      take(best, s, j);
-    }
-  } else if constexpr (MODE == 1 || MODE == 3) {
-    long long j = threadIdx.x;
-    for (; j + (R - 1) * (long long)T < n; j += R * (long long)T) {
-      float s[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) s[r] = 0.f;
-#pragma unroll
-      for (int t = 0; t < dim; ++t) {
-        const float qv = sq[t];
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const long long jr = j + r * (long long)T;
-          float v = MODE == 1 ? __ldg(refs + t * ld + jr) : __ldg(refs + jr * dim + t);
-          float df = qv - v;
-          s[r] += df * df;
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < R; ++r) take(best, s[r], j + r * (long long)T);
-    }
-    for (; j < n; j += T) {
-      float s = 0.f;
-      for (int t = 0; t < dim; ++t) {
-        float v = MODE == 1 ? __ldg(refs + t * ld + j) : __ldg(refs + j * dim + t);
-        float df = sq[t] - v;
-        s += df * df;
-      }
-      take(best, s, j);
-    }
+    const g::SoaReferences soa{refs, ld};
+    best = g::scan_references(g::no_candidate(), threadIdx.x, n, T, 0,
+                              [&](long long j) { return g::squared_distance(dim, query, soa, j); });
+  } else if constexpr (MODE == 1) {
+    best = g::scan_strided<R>(dim, query, g::SoaReferences{refs, ld}, threadIdx.x, n, T);
   } else if constexpr (MODE == 2 || MODE == 4) {
-    const long long quads = n / 4;
-    constexpr int Q = MODE == 2 ? 1 : R;
-    long long qd = threadIdx.x;
-    for (; qd + (Q - 1) * (long long)T < quads; qd += Q * (long long)T) {
-      float4 s[Q];
-#pragma unroll
-      for (int r = 0; r < Q; ++r) s[r] = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int t = 0; t < dim; ++t) {
-        const float qv = sq[t];
-#pragma unroll
-        for (int r = 0; r < Q; ++r) {
-          const float4 v = __ldg(reinterpret_cast<const float4*>(refs + t * ld) + qd + r * T);
-          float a = qv - v.x, b = qv - v.y, c = qv - v.z, d = qv - v.w;
-          s[r].x += a * a;
-          s[r].y += b * b;
-          s[r].z += c * c;
-          s[r].w += d * d;
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < Q; ++r) {
-        const long long base = 4 * (qd + r * (long long)T);
-        take(best, s[r].x, base);
-        take(best, s[r].y, base + 1);
-        take(best, s[r].z, base + 2);
-        take(best, s[r].w, base + 3);
-      }
-    }
-    for (; qd < quads; qd += T) {
-      float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int t = 0; t < dim; ++t) {
-        const float4 v = __ldg(reinterpret_cast<const float4*>(refs + t * ld) + qd);
-        const float qv = sq[t];
-        float a = qv - v.x, b = qv - v.y, c = qv - v.z, d = qv - v.w;
-        s.x += a * a;
-        s.y += b * b;
-        s.z += c * c;
-        s.w += d * d;
-      }
-      take(best, s.x, 4 * qd);
-      take(best, s.y, 4 * qd + 1);
-      take(best, s.z, 4 * qd + 2);
-      take(best, s.w, 4 * qd + 3);
-    }
-    for (long long j = 4 * quads + threadIdx.x; j < n; j += T) {
-      float s = 0.f;
-      for (int t = 0; t < dim; ++t) {
-        float df = sq[t] - __ldg(refs + t * ld + j);
-        s += df * df;
-      }
-      take(best, s, j);
-    }
+    best = g::scan_soa_quads<T, MODE == 2 ? 1 : R>(dim, query, g::SoaQuadReferences{refs, ld}, n);
+  } else if constexpr (MODE == 3) {
+    best = g::scan_strided<R>(dim, query, g::AosReferences{refs, dim}, threadIdx.x, n, T);
   } else if constexpr (MODE == 5) {
-    // AoS rows of dim % 4 == 0 floats read as dim / 4 float4s; R strided references per step.
-    const int groups = dim / 4;
-    long long j = threadIdx.x;
-    for (; j + (R - 1) * (long long)T < n; j += R * (long long)T) {
-      float s[R];
-#pragma unroll
-      for (int r = 0; r < R; ++r) s[r] = 0.f;
-#pragma unroll 4
-      for (int g = 0; g < groups; ++g) {
-        float4 v[R];
-#pragma unroll
-        for (int r = 0; r < R; ++r) v[r] = __ldg(reinterpret_cast<const float4*>(refs + (j + r * (long long)T) * dim) + g);
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          float a = sq[4 * g] - v[r].x, b = sq[4 * g + 1] - v[r].y, c = sq[4 * g + 2] - v[r].z, d = sq[4 * g + 3] - v[r].w;
-          s[r] += a * a;
-          s[r] += b * b;
-          s[r] += c * c;
-          s[r] += d * d;
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < R; ++r) take(best, s[r], j + r * (long long)T);
-    }
-    for (; j < n; j += T) {
-      float s = 0.f;
-      for (int t = 0; t < dim; ++t) {
-        float df = sq[t] - __ldg(refs + j * dim + t);
-        s += df * df;
-      }
-      take(best, s, j);
-    }
+    best = g::scan_strided_vec4<R>(dim, query, g::AosVec4References{refs, dim}, threadIdx.x, n, T);
   }
-  finish<T>(best, blockIdx.x, idx, dist);
+  g::block_store_answer<T>(best, blockIdx.x, idx, dist);
 }
 
 // v4's kernel as kernels/v4_soa.cu builds it from argmin.cuh's pieces; MINB as its launch bound's
@@ -247,9 +111,9 @@ __global__ void __launch_bounds__(T)
   __shared__ float sq[Q * 64];
   for (int t = threadIdx.x; t < Q * dim; t += T) sq[t] = qs[blockIdx.x * (long long)(Q * dim) + t];
   __syncthreads();
-  Cand best[Q];
+  Candidate best[Q];
 #pragma unroll
-  for (int qq = 0; qq < Q; ++qq) best[qq] = {INFINITY, INT32_MAX};
+  for (int qq = 0; qq < Q; ++qq) best[qq] = knn::gpu::no_candidate();
   if constexpr (SOA) {
     const long long quads = n / 4;
     for (long long qd = threadIdx.x; qd < quads; qd += T) {
@@ -260,22 +124,10 @@ __global__ void __launch_bounds__(T)
       for (int t = 0; t < dim; ++t) {
         const float4 v = __ldg(reinterpret_cast<const float4*>(refs + t * ld) + qd);
 #pragma unroll
-        for (int qq = 0; qq < Q; ++qq) {
-          const float qv = sq[qq * dim + t];
-          float a = qv - v.x, b = qv - v.y, c = qv - v.z, d = qv - v.w;
-          s[qq].x += a * a;
-          s[qq].y += b * b;
-          s[qq].z += c * c;
-          s[qq].w += d * d;
-        }
+        for (int qq = 0; qq < Q; ++qq) knn::gpu::add_squared_differences(s[qq], sq[qq * dim + t], v);
       }
 #pragma unroll
-      for (int qq = 0; qq < Q; ++qq) {
-        take(best[qq], s[qq].x, 4 * qd);
-        take(best[qq], s[qq].y, 4 * qd + 1);
-        take(best[qq], s[qq].z, 4 * qd + 2);
-        take(best[qq], s[qq].w, 4 * qd + 3);
-      }
+      for (int qq = 0; qq < Q; ++qq) knn::gpu::take_quad(best[qq], s[qq], 4 * qd);
     }
     for (long long j = 4 * quads + threadIdx.x; j < n; j += T)
 #pragma unroll
@@ -327,8 +179,8 @@ __global__ void __launch_bounds__(T)
   }
 #pragma unroll 1
   for (int qq = 0; qq < Q; ++qq) {
-    finish<T>(best[qq], blockIdx.x * Q + qq, idx, dist);
-    __syncthreads();  // finish's shared arrays are reused by the next query
+    knn::gpu::block_store_answer<T>(best[qq], blockIdx.x * Q + qq, idx, dist);
+    __syncthreads();  // the block tree's shared arrays are reused by the next query
   }
 }
 

@@ -1,0 +1,63 @@
+#pragma once
+// The instance the CPU tree versions (v10, v12) share: build() builds the version's tree with the
+// run's OpenMP threads, query() answers one query per OpenMP iteration. Each version keeps its
+// builder, its search, its constants and its descriptor. Plain C++ (no CUDA headers).
+#include <omp.h>
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "core/registry.hpp"
+#include "kernels/common/tree_threads.hpp"
+
+namespace knn::tree {
+
+// Queries below this many run on one thread: waking a team costs more.
+inline constexpr int kParallelQueries = 32;
+
+// build(p, threads) returns the tree; search(tree, query, topk, indices, distances) fills one
+// result row.
+template <class Build, class Search>
+class CpuTreeInstance final : public VersionInstance {
+ public:
+  using Tree = std::invoke_result_t<const Build&, const Problem&, int>;
+
+  CpuTreeInstance(const char* id, Build build, Search search)
+      : id_(id), build_(std::move(build)), search_(std::move(search)) {}
+
+  void build(const Problem& p, RunContext& ctx) override {
+    tree_ = build_(p, tree_threads(ctx.env));
+    built_ = true;
+  }
+
+  void query(const Problem& p, Neighbors out, RunContext& ctx) override {
+    if (!built_) throw std::logic_error(std::string(id_) + ": query() before build()");
+    const Tree& tree = tree_;
+    const Search& search = search_;
+    const int threads = tree_threads(ctx.env, p.m, kParallelQueries);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 16) default(none) shared(tree, search, p, out)
+    for (int q = 0; q < p.m; ++q) {
+      const std::size_t row = std::size_t(q) * std::size_t(p.topk);
+      search(tree, p.queries + std::size_t(q) * std::size_t(p.dim), p.topk, out.indices + row, out.distances + row);
+    }
+  }
+
+ private:
+  const char* id_;
+  Build build_;
+  Search search_;
+  Tree tree_;
+  bool built_ = false;
+};
+
+// The VersionDesc::make of a CPU tree version.
+template <class Build, class Search>
+std::unique_ptr<VersionInstance> make_cpu_tree(const char* id, Build build, Search search) {
+  return std::make_unique<CpuTreeInstance<Build, Search>>(id, std::move(build), std::move(search));
+}
+
+}  // namespace knn::tree
