@@ -268,7 +268,7 @@ class KdTreeGpu final : public gpu::GpuTreeInstance<DeviceTree> {
     dim_ = dim;
   }
 
-  void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
+  void search(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
     query_on_device(p, out, ctx, p.dim == dim_ && p.n == n_, [&](DeviceTree& d) {
       return [&](const float* queries, std::int32_t* indices, float* distances) {
         if (p.dim == 3)
@@ -296,9 +296,12 @@ knn::VersionDesc describe() {
   d.family = knn::Family::tree;
   d.gpus = knn::GpuNeed::one;
   d.has_build = true;
+  d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (env.devices.empty()) return std::string("no CUDA device");
-    if (p.topk > gpu::kMaxTopk) return std::string("GPU kd-tree supports topk ≤ 32");
+    if (p.topk > gpu::kMaxTopk - (p.self_join ? 1 : 0))
+      return std::string(p.self_join ? "GPU kd-tree supports topk ≤ 31 in a self-join (it searches topk + 1)"
+                                     : "GPU kd-tree supports topk ≤ 32");
     if (p.n < 1) return std::string("kd-tree needs at least one reference point");
     return std::nullopt;
   };

@@ -23,6 +23,7 @@ knn::VersionDesc describe() {
   d.family = knn::Family::tree;
   d.gpus = knn::GpuNeed::none;
   d.has_build = true;
+  d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment&) -> std::optional<std::string> {
     if (p.dim != 3) return std::string("octree needs k = 3");
     if (p.n < 1) return std::string("octree needs at least one reference point");

@@ -179,7 +179,7 @@ class OctreeGpu final : public gpu::GpuTreeInstance<DeviceTree> {
     n_ = p.n;
   }
 
-  void query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
+  void search(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) override {
     bool warp = false;
     query_on_device(p, out, ctx, p.dim == 3 && p.n == n_, [&](DeviceTree& d) {
       // Warp mode when one thread per query would leave most of the GPU idle (few queries).
@@ -207,10 +207,13 @@ knn::VersionDesc describe() {
   d.family = knn::Family::tree;
   d.gpus = knn::GpuNeed::one;
   d.has_build = true;
+  d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (p.dim != 3) return std::string("octree needs k = 3");
     if (env.devices.empty()) return std::string("no CUDA device");
-    if (p.topk > gpu::kMaxTopk) return std::string("GPU octree supports topk ≤ 32");
+    if (p.topk > gpu::kMaxTopk - (p.self_join ? 1 : 0))
+      return std::string(p.self_join ? "GPU octree supports topk ≤ 31 in a self-join (it searches topk + 1)"
+                                     : "GPU octree supports topk ≤ 32");
     if (p.n < 1) return std::string("octree needs at least one reference point");
     return std::nullopt;
   };

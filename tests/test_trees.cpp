@@ -17,6 +17,7 @@
 #include "kernels/common/kdtree.hpp"
 #include "kernels/common/octree.hpp"
 #include "core/registry.hpp"
+#include "data.hpp"
 
 namespace {
 
@@ -109,11 +110,23 @@ void expect_matches_reference(const knn::Problem& p, const Result& r, const std:
   std::vector<std::int32_t> ref_idx(std::size_t(p.topk));
   std::vector<float> ref_dist(std::size_t(p.topk));
   int reported = 0;
+  // A self-join's reference needs the query's own index: the whole answer, row q taken below.
+  std::vector<std::int32_t> all_idx(p.self_join ? p.result_slots() : 0);
+  std::vector<float> all_dist(all_idx.size());
   for (int q = 0; q < p.m; ++q) {
-    knn::Problem one = p;  // the reference answer for query q alone, into ref_idx / ref_dist
-    one.m = 1;
-    one.queries = p.queries + std::size_t(q) * p.dim;
-    knn::bruteforce_one_query(one, 0, knn::Neighbors{ref_idx.data(), ref_dist.data()});
+    if (p.self_join) {
+      knn::bruteforce_one_query(p, q, knn::Neighbors{all_idx.data(), all_dist.data()});
+      std::copy_n(all_idx.begin() + std::ptrdiff_t(q) * p.topk, p.topk, ref_idx.begin());
+      std::copy_n(all_dist.begin() + std::ptrdiff_t(q) * p.topk, p.topk, ref_dist.begin());
+    } else {
+      knn::Problem one = p;  // the reference answer for query q alone, into ref_idx / ref_dist
+      one.m = 1;
+      one.queries = p.queries + std::size_t(q) * p.dim;
+      knn::bruteforce_one_query(one, 0, knn::Neighbors{ref_idx.data(), ref_dist.data()});
+    }
+    if (p.self_join)
+      for (int j = 0; j < p.topk; ++j)
+        if (r.indices[std::size_t(q) * p.topk + j] == q) ADD_FAILURE() << label << ": query " << q << " answered itself";
     const std::int32_t* idx = &r.indices[std::size_t(q) * p.topk];
     const float* dist = &r.distances[std::size_t(q) * p.topk];
     std::ostringstream problems;
@@ -221,6 +234,21 @@ TEST(TreeVersions, TopkBeyondNFillsTheTailLikeV0) {
 // fall in different cells, the largest index where the search lands first: the smaller indices
 // must win, and in index order, for every tree shape. The query sits away from the random cloud
 // so that the tied points are its nearest.
+// Self-joins: the trees search topk + 1 and drop the point itself; integer data puts many other
+// points on top of each point, so the tie rule decides which of them stay.
+TEST(TreeVersions, SelfJoinsMatchV0) {
+  for (int topk : {1, 5, 31}) {
+    for (int n : {2, 33, 1000}) {
+      if (topk > n - 1) continue;
+      std::vector<float> pts(std::size_t(n) * 3);
+      knn::generate_points(knn::Distribution::integers, 11, knn::PointSet::references, 3, std::size_t(n), pts.data(), 6);
+      const knn::Problem p{3, n, n, topk, pts.data(), pts.data(), true};
+      for (const char* id : {"v10", "v12"})
+        expect_matches_reference(p, run_version(id, p, 2), std::string(id) + " n=" + std::to_string(n) + " topk=" + std::to_string(topk));
+    }
+  }
+}
+
 TEST(TreeVersions, EqualDistancesPreferTheSmallerIndexAcrossCells) {
   for (int n : {40, 400, 4000}) {
     std::mt19937 rng{static_cast<std::uint32_t>(n)};

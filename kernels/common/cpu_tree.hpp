@@ -10,8 +10,10 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/registry.hpp"
+#include "core/topk.hpp"
 #include "kernels/common/tree_threads.hpp"
 
 namespace knn::tree {
@@ -36,6 +38,17 @@ class CpuTreeInstance final : public VersionInstance {
 
   void query(const Problem& p, Neighbors out, RunContext& ctx) override {
     if (!built_) throw std::logic_error(std::string(id_) + ": query() before build()");
+    if (!p.self_join) return search_rows(p, out, ctx);
+    const Problem wide = widened_for_self_join(p);
+    std::vector<std::int32_t> indices(wide.result_slots());
+    std::vector<float> distances(wide.result_slots());
+    search_rows(wide, Neighbors{indices.data(), distances.data()}, ctx);
+    drop_self(p, indices.data(), distances.data(), out);
+    ctx.path = "self-join: topk + 1 searched, the point itself dropped";
+  }
+
+ private:
+  void search_rows(const Problem& p, Neighbors out, RunContext& ctx) {
     const Tree& tree = tree_;
     const Search& search = search_;
     const int threads = tree_threads(ctx.env, p.m, kParallelQueries);
@@ -46,7 +59,6 @@ class CpuTreeInstance final : public VersionInstance {
     }
   }
 
- private:
   const char* id_;
   Build build_;
   Search search_;

@@ -19,6 +19,7 @@
 
 #include "core/cuda/runtime.hpp"
 #include "core/registry.hpp"
+#include "core/topk.hpp"
 
 namespace knn::tree::gpu {
 
@@ -104,6 +105,18 @@ class GpuTreeInstance : public VersionInstance {
  public:
   // `id` and `tree` ("kd-tree", "octree") name the version in errors.
   GpuTreeInstance(const char* id, const char* tree) : id_(id), tree_name_(tree) {}
+
+  // A self-join searches topk + 1 neighbours among all points into pooled pinned rows, then drops
+  // each point from its own row (core/topk.hpp); everything else is the version's search().
+  void query(const Problem& p, Neighbors out, RunContext& ctx) final {
+    if (!p.self_join) return search(p, out, ctx);
+    const Problem wide = widened_for_self_join(p);
+    cuda::PinnedStaging<std::int32_t> indices(wide.result_slots());
+    cuda::PinnedStaging<float> distances(wide.result_slots());
+    search(wide, Neighbors{indices.data(), distances.data()}, ctx);
+    drop_self(p, indices.data(), distances.data(), out);
+    ctx.path += ", self-join: topk + 1 searched, the point itself dropped";
+  }
   ~GpuTreeInstance() override {
     if (!tree_) return;
     try {
@@ -115,6 +128,9 @@ class GpuTreeInstance : public VersionInstance {
   }
 
  protected:
+  // The version's query pass on a problem that is not a self-join.
+  virtual void search(const Problem& p, Neighbors out, RunContext& ctx) = 0;
+
   // build(), first: takes the first selected device and records it as used.
   void select_device(RunContext& ctx) {
     if (ctx.env.devices.empty()) throw std::runtime_error(std::string(id_) + ": no CUDA device selected");

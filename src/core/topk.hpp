@@ -135,4 +135,34 @@ inline void bruteforce_one_query(const Problem& p, int q, Neighbors out) {
   top.finish();
 }
 
+// Self-joins for searches that cannot leave the query out (the trees): search the topk + 1
+// nearest of each point among all n points, then drop_self() removes the point itself. The point is
+// at distance 0, so it is in its own widened row unless more than topk other points sit on it with
+// smaller indices; either way the first topk entries that are not the point are the answer.
+inline Problem widened_for_self_join(const Problem& p) {
+  Problem wide = p;
+  wide.topk = p.topk + 1;
+  wide.self_join = false;
+  return wide;
+}
+
+// Row q of the widened answer (p.topk + 1 entries per row) without point q, into row q of `out`.
+inline void drop_self(const Problem& p, const std::int32_t* wide_indices, const float* wide_distances, Neighbors out) {
+  const int wide = p.topk + 1;
+#pragma omp parallel for schedule(static) if (p.m > 4096)
+  for (int q = 0; q < p.m; ++q) {
+    const std::int32_t* wi = wide_indices + std::size_t(q) * wide;
+    const float* wd = wide_distances + std::size_t(q) * wide;
+    std::int32_t* oi = out.indices + std::size_t(q) * p.topk;
+    float* od = out.distances + std::size_t(q) * p.topk;
+    int o = 0;
+    for (int j = 0; j < wide && o < p.topk; ++j) {
+      if (wi[j] == q) continue;
+      oi[o] = wi[j];
+      od[o] = wd[j];
+      ++o;
+    }
+  }
+}
+
 }  // namespace knn
