@@ -49,6 +49,8 @@ int run_benchmark(const RunOptions& opts) {
   if (!(opts.measure.max_time_s > 0)) throw ConfigError(fmt::format("--max-time {}: expected seconds > 0", opts.measure.max_time_s));
   if (opts.measure.max_samples < opts.measure.min_samples)
     throw ConfigError(fmt::format("--max-samples {}: expected at least --min-samples {}", opts.measure.max_samples, opts.measure.min_samples));
+  if (!(opts.measure.max_noise_pct >= 0))
+    throw ConfigError(fmt::format("--max-noise {}: expected a percentage ≥ 0", opts.measure.max_noise_pct));
   if (!(opts.measure.min_time_s >= 0)) throw ConfigError(fmt::format("--min-time {}: expected seconds ≥ 0", opts.measure.min_time_s));
   HostMemory wanted_memory;
   if (opts.host_memory == "pinned") wanted_memory = HostMemory::pinned;
