@@ -101,6 +101,9 @@ int run_benchmark(const RunOptions& opts) {
   install_signal_handlers();
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
   for (auto& rep : reporters) rep->begin(info);
+  if (host_busy(info.host) && !opts.quiet && !opts.isolated_child)
+    fmt::print("knnbench: warning: the machine is busy (load average {:.2f} on {} logical CPUs, {} OpenMP threads): expect noisy times\n",
+               info.host.load_1min, info.host.cores, info.host.omp_threads);
 
   std::vector<Result> results;
   bool any_fail = false;

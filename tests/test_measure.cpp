@@ -3,12 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <map>
 #include <cmath>
 #include <limits>
 #include <memory>
 
 #include "measure.hpp"
+#include "omp_env.hpp"
 #include "skip_reasons.hpp"
+#include "sysinfo.hpp"
 
 using namespace knn;
 
@@ -216,4 +220,42 @@ TEST(Clocks, ACpuMachineRecordsNothingAndDoesNotFail) {
   EXPECT_FALSE(read_clock(d).recorded);
   d.pci_bus_id = "ffff:ff:1f";
   EXPECT_FALSE(read_clock(d).recorded);
+}
+
+TEST(HostEnvironment, OmpDefaultsNeverOverrideTheUser) {
+  std::map<std::string, std::string> env{{"OMP_PROC_BIND", "spread"}};
+  auto get = [&env](const char* n) -> const char* {
+    const auto it = env.find(n);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_TRUE(omp_defaults_missing(get).empty());  // the user chose the binding: OMP_PLACES is left to them too
+  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND=spread (set by the user), OMP_PLACES unset");
+  env = {{"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}, {"KNNBENCH_OMP_DEFAULTS", "OMP_PROC_BIND,OMP_PLACES"}};
+  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND=close (knnbench default), OMP_PLACES=cores (knnbench default)");
+  env.clear();
+  EXPECT_EQ(omp_defaults_missing(get).size(), omp_defaults().size());
+  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND unset, OMP_PLACES unset");
+}
+
+TEST(HostEnvironment, LoadAverageAndGovernor) {
+  double a = 0, b = 0, c = 0;
+  ASSERT_TRUE(parse_loadavg("0.52 1.58 2.59 1/467 12345", a, b, c));
+  EXPECT_EQ(a, 0.52);
+  EXPECT_EQ(b, 1.58);
+  EXPECT_EQ(c, 2.59);
+  EXPECT_FALSE(parse_loadavg("", a, b, c));
+  EXPECT_FALSE(parse_loadavg("high", a, b, c));
+  EXPECT_EQ(read_first_word("/nonexistent/scaling_governor"), "unknown");
+  const std::string path = ::testing::TempDir() + "governor";
+  std::ofstream(path) << "performance\n";
+  EXPECT_EQ(read_first_word(path), "performance");
+  HostInfo h;
+  h.cores = 8;
+  h.omp_threads = 8;
+  h.load_1min = 0.4;
+  EXPECT_FALSE(host_busy(h));
+  h.load_1min = 1.5;  // more than one core's worth of other work
+  EXPECT_TRUE(host_busy(h));
+  h.omp_threads = 4;  // four cores left free
+  EXPECT_FALSE(host_busy(h));
 }
