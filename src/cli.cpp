@@ -94,6 +94,10 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--min-time", o.measure.min_time_s, "Seconds of timed calls to take at least")->capture_default_str();
   app.add_option("--max-time", o.measure.max_time_s, "Budget per (case, version) in seconds; a slower call is measured once")
       ->capture_default_str();
+  app.add_option("--max-noise", o.measure.max_noise_pct,
+                 "After --min-samples and --min-time, sample until the noise of the median is at most this many percent "
+                 "(or a limit is reached, which the result records); 0 = no noise target")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "Override every case's data seed");
   app.add_option("--json", o.json_path, "Results JSON (default results/local/<host>-<utc>.json)");
   app.add_option("--md", o.md_path, "Also write a markdown report");

@@ -4,8 +4,10 @@
 
 #include "cli.hpp"
 #include "core/errors.hpp"
+#include "omp_env.hpp"
 
 int main(int argc, char** argv) {
+  knn::set_omp_defaults(argv);  // first: the OpenMP runtime must see them when it starts
   try {
     return knn::cli_main(argc, argv);
   } catch (const knn::ConfigError& e) {

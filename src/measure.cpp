@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <limits>
 #include <optional>
+#include <set>
 
+#include "clocks.hpp"
 #include "core/errors.hpp"
 #include "devices.hpp"
 #include "interrupt.hpp"
@@ -30,7 +33,81 @@ void clear_samples(Result& r) {
   r.device_phase_samples_ms.clear();
 }
 
+void add_note(Result& r, const std::string& note) { r.note += (r.note.empty() ? "" : "; ") + note; }
+
+// The devices a GPU version uses: the first selected one, or all of them.
+std::vector<DeviceInfo> devices_of(const VersionDesc& desc, const Environment& env) {
+  if (desc.gpus == GpuNeed::none || env.devices.empty()) return {};
+  if (desc.gpus == GpuNeed::one) return {env.devices.front()};
+  return env.devices;
+}
+
 }  // namespace
+
+double relative_median_noise(std::vector<double> samples) {
+  const std::size_t n = samples.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  // The distribution-free confidence interval of the median: [x(j), x(n+1-j)] (1-based, sorted)
+  // covers it with probability 1 − 2·P(Binomial(n, ½) ≤ j − 1); j is the largest with that ≥ 95 %.
+  std::size_t j = 0;
+  double cdf = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    cdf += std::exp(std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) - double(n) * std::log(2.0));
+    if (cdf > 0.025) break;
+    j = i + 1;
+  }
+  if (j == 0) return inf;  // fewer than 6 samples: no 95 % interval exists
+  std::sort(samples.begin(), samples.end());
+  const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  if (!(median > 0)) return inf;
+  return 0.5 * (samples[n - j] - samples[j - 1]) / median;
+}
+
+int calls_per_sample(double call_ms) {
+  if (!(call_ms < kMinSampleMs)) return 1;
+  return int(std::min<double>(kMaxCallsPerSample, std::ceil(kMinSampleMs / std::max(call_ms, kMinSampleMs / kMaxCallsPerSample))));
+}
+
+void add_unaccounted_phase(Result& r) {
+  const std::size_t n = r.samples_ms.size();
+  if (n == 0) return;
+  // Multi-GPU versions report each device phase also as the slowest device's; "gpu_thread" is the
+  // host time of a device's whole share and holds the others, so it stands for all of them.
+  std::set<std::string> device_names;
+  for (const auto& [dev, phases] : r.device_phase_samples_ms)
+    for (const auto& [name, v] : phases) device_names.insert(name);
+  const bool by_thread = r.phase_samples_ms.count("gpu_thread") > 0;
+  std::vector<double> sum(n, 0.0);
+  bool any = false;
+  for (const auto& [name, v] : r.phase_samples_ms) {
+    if (name == "build" || name == "query" || name == kOtherPhase) continue;  // harness phases: the wall time itself
+    if (by_thread && name != "gpu_thread" && device_names.count(name)) continue;
+    if (v.size() != n) return;  // a phase missing from some calls: no per-sample sum to compare
+    for (std::size_t i = 0; i < n; ++i) sum[i] += v[i];
+    any = true;
+  }
+  if (!any) return;
+  const double wall = median_of(r.samples_ms);
+  if (!(std::abs(median_of(sum) - wall) > kPhasesAddUpTolerance * wall)) return;
+  auto& other = r.phase_samples_ms[kOtherPhase];
+  other.resize(n);
+  for (std::size_t i = 0; i < n; ++i) other[i] = r.samples_ms[i] - sum[i];
+}
+
+std::optional<std::string> why_skipped(const VersionDesc& desc, const Problem& p, const Environment& env) {
+  if (desc.gpus != GpuNeed::none && env.devices.empty()) return skip_reason::no_device();
+  if (desc.supports)
+    if (auto why = desc.supports(p, env)) return why;
+  if (desc.device_bytes && !env.devices.empty()) {
+    // cudaErrorMemoryAllocation during the calls is still caught by measure_version.
+    const std::size_t need = desc.device_bytes(p, env);
+    for (const DeviceInfo& d : devices_of(desc, env)) {
+      const std::size_t have = device_free_memory(d.ordinal);
+      if (have > 0 && need > have) return skip_reason::device_memory(need, d.ordinal, have);
+    }
+  }
+  return std::nullopt;
+}
 
 Watchdog::Watchdog(std::string version, double max_time_s) : version_(std::move(version)), max_time_s_(max_time_s) {
   thread_ = std::thread([this] { watch(); });
@@ -56,24 +133,11 @@ void Watchdog::watch() {
   }
 }
 
-std::optional<std::string> why_skipped(const VersionDesc& desc, const Problem& p, const Environment& env) {
-  if (desc.gpus != GpuNeed::none && env.devices.empty()) return skip_reason::no_device();
-  if (desc.supports)
-    if (auto why = desc.supports(p, env)) return why;
-  if (desc.device_bytes && !env.devices.empty()) {
-    // cudaErrorMemoryAllocation during the calls is still caught by measure_version.
-    const std::size_t need = desc.device_bytes(p, env);
-    const std::size_t used = desc.gpus == GpuNeed::one ? 1 : env.devices.size();
-    for (std::size_t i = 0; i < used; ++i) {
-      const std::size_t have = device_free_memory(env.devices[i].ordinal);
-      if (have > 0 && need > have) return skip_reason::device_memory(need, env.devices[i].ordinal, have);
-    }
-  }
-  return std::nullopt;
-}
-
 void measure_version(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,
-                     const Reference* reference, Result& r) {
+                     const Reference* reference, Result& r, MeasureRecord* record) {
+  MeasureRecord local;
+  MeasureRecord& rec = record ? *record : local;
+  rec = MeasureRecord{};
   r.version = desc.id;
   r.title = desc.title;
   r.family = to_string(desc.family);
@@ -91,60 +155,93 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   std::optional<Watchdog> watchdog;
   if (opts.kill_after_max_time) watchdog.emplace(desc.id, opts.max_time_s);
 
-  // One timed call: a fresh instance, build (trees) and query, outputs poisoned first.
-  auto call = [&](bool keep) {
+  // One sample: `batch` fresh instances, made and outputs poisoned first, untimed; then timed, all
+  // builds (trees), then all queries. Every time kept is per call: the batch's divided by `batch`.
+  // Returns the batch's wall time (ms).
+  auto call = [&](bool keep, int batch) {
     std::fill(indices.begin(), indices.end(), -1);
     std::fill(distances.begin(), distances.end(), std::numeric_limits<float>::quiet_NaN());
     sink.clear();
     RunContext ctx{sink, env, {}, {}};
-    auto instance = desc.make();
+    std::vector<decltype(desc.make())> instances;
+    for (int i = 0; i < batch; ++i) instances.push_back(desc.make());
     const auto t0 = std::chrono::steady_clock::now();
     if (watchdog) watchdog->call_started();
-    instance->build(p, ctx);
+    for (auto& instance : instances) instance->build(p, ctx);
     const auto t1 = std::chrono::steady_clock::now();
-    instance->query(p, Neighbors{indices.data(), distances.data()}, ctx);
+    for (auto& instance : instances) instance->query(p, Neighbors{indices.data(), distances.data()}, ctx);
     const auto t2 = std::chrono::steady_clock::now();
     if (watchdog) watchdog->call_finished();
-    const double total = elapsed_ms(t0, t2);
+    const double total = elapsed_ms(t0, t2), per = 1.0 / batch;
     if (keep) {
-      r.samples_ms.push_back(total);
-      if (desc.has_build) r.phase_samples_ms["build"].push_back(elapsed_ms(t0, t1));
-      r.phase_samples_ms["query"].push_back(elapsed_ms(t1, t2));
+      r.samples_ms.push_back(total * per);
+      if (desc.has_build) r.phase_samples_ms["build"].push_back(elapsed_ms(t0, t1) * per);
+      r.phase_samples_ms["query"].push_back(elapsed_ms(t1, t2) * per);
       for (const auto& [name, ms] : sink.phases())
-        if (name != "build" && name != "query") r.phase_samples_ms[name].push_back(ms);
+        if (name != "build" && name != "query") r.phase_samples_ms[name].push_back(ms * per);
       for (const auto& [dev, phases] : sink.device_phases())
-        for (const auto& [name, ms] : phases) r.device_phase_samples_ms[dev][name].push_back(ms);
+        for (const auto& [name, ms] : phases) r.device_phase_samples_ms[dev][name].push_back(ms * per);
     }
     r.path = ctx.path;
     r.devices_used = ctx.devices_used;
     return total;
   };
 
+  const std::vector<DeviceInfo> gpus = devices_of(desc, env);
   try {
     const double max_ms = opts.max_time_s * 1e3;
-    bool measured = false;
+    const double target = opts.max_noise_pct / 100;
+    bool measured = false, settled = false;
+    double fastest = std::numeric_limits<double>::infinity();
     for (int w = 0; w < opts.warmup && !stop_requested(); ++w) {
-      if (call(false) > max_ms) {
+      const double ms = call(false, 1);
+      if (ms > max_ms) {
         // A single call over the whole budget: measure it once more would double a long run.
         // Keep the warm-up call as the one sample and say so.
         clear_samples(r);
-        call(true);
+        call(true, 1);
         r.note = fmt::format("one sample: a call takes longer than --max-time {} s", opts.max_time_s);
         measured = true;
         break;
       }
+      // The first guess at the batch follows the fastest warm-up call: one preempted call must not undo it.
+      fastest = std::min(fastest, ms);
+      rec.calls_per_sample = calls_per_sample(fastest);
     }
+    for (const DeviceInfo& d : gpus) rec.clocks.push_back(ClockRecord{d.ordinal, read_clock(d), {}});
     if (!measured) {
       double total = 0;
-      do {
-        total += call(true);
-        const double next = r.samples_ms.back();
-        const bool enough = int(r.samples_ms.size()) >= opts.min_samples && total >= opts.min_time_s * 1e3;
-        if (enough || int(r.samples_ms.size()) >= opts.max_samples || total + next > max_ms || stop_requested()) break;
-      } while (true);
-      if (int(r.samples_ms.size()) < opts.min_samples && !stop_requested())
+      for (;;) {
+        if (stop_requested()) {
+          rec.interrupted = true;
+          break;
+        }
+        const double ms = call(true, rec.calls_per_sample);
+        total += ms;
+        if (!settled) {
+          // A first call is often slower (cold caches, page faults) than the calls after it: until a
+          // batch spans kMinSampleMs, size it again from its own time per call and drop it.
+          const int batch = calls_per_sample(ms / rec.calls_per_sample);
+          settled = batch <= rec.calls_per_sample || ++rec.calibration_batches > kMaxCalibrationBatches;
+          if (!settled) {
+            rec.calibration_calls += rec.calls_per_sample;
+            rec.calls_per_sample = batch;
+            clear_samples(r);
+            total = 0;
+            continue;
+          }
+        }
+        const int n = int(r.samples_ms.size());
+        const bool enough = n >= opts.min_samples && total >= opts.min_time_s * 1e3;
+        if (enough && (target <= 0 || relative_median_noise(r.samples_ms) <= target)) break;
+        if (n >= opts.max_samples || total + ms > max_ms) break;
+      }
+      if (int(r.samples_ms.size()) < opts.min_samples && !rec.interrupted)
         r.note = fmt::format("{} samples: --max-time {} s reached", r.samples_ms.size(), opts.max_time_s);
     }
+    for (std::size_t i = 0; i < gpus.size(); ++i) rec.clocks[i].after = read_clock(gpus[i]);
+    rec.noise = relative_median_noise(r.samples_ms);
+    rec.noise_target_missed = !measured && !rec.interrupted && target > 0 && !(rec.noise <= target);
   } catch (const OutOfMemoryError& e) {
     r.status = Status::skip;
     r.reason = e.what();
@@ -160,7 +257,15 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     r.reason = std::string("error: ") + e.what();
     return;
   }
+  if (rec.interrupted) {  // not a measurement: no time, whatever was sampled before the stop
+    r.status = Status::skip;
+    r.reason = skip_reason::interrupted(r.samples_ms.size());
+    clear_samples(r);
+    return;
+  }
+  add_unaccounted_phase(r);
   r.stats = summarize(r.samples_ms);
+  describe_record(rec, opts, r);
 
   if (opts.validate && reference) {
     r.validated = true;
@@ -173,6 +278,18 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     }
   }
   r.status = Status::pass;
+}
+
+void describe_record(const MeasureRecord& rec, const MeasureOptions& opts, Result& r) {
+  if (rec.calls_per_sample > 1) add_note(r, fmt::format("{} calls per sample (times are per call)", rec.calls_per_sample));
+  if (rec.noise_target_missed)
+    add_note(r, fmt::format("noise ±{:.2f} % above --max-noise {} %", 100 * rec.noise, opts.max_noise_pct));
+  for (const ClockRecord& c : rec.clocks) {
+    const std::string warning = clock_warning(c);
+    if (warning.empty()) continue;
+    add_note(r, warning);
+    fmt::print(stderr, "knnbench: warning: {} on case {}: {}\n", r.version, r.problem_case.id, warning);
+  }
 }
 
 }  // namespace knn

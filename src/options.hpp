@@ -27,6 +27,10 @@ struct MeasureOptions {
   double min_time_s = 0.5; // ... and at least this much timed work,
   double max_time_s = 10;  // unless the next call would exceed this budget per (case, version)
   int max_samples = 200;   // and never more calls than this (raw samples are kept in the JSON)
+  // Once min_samples and min_time_s are met, sampling goes on until the relative noise of the
+  // median (relative_median_noise, measure.hpp) is at most this many percent, or a limit above
+  // is reached (the result then says it missed the target). 0: no noise target.
+  double max_noise_pct = 1.0;
   bool validate = true;
   int validate_queries = 0;  // > 0: validate only this many queries, spread evenly (large m)
   // In an --isolate child: a call still running after max_time_s ends the process (exit 124),
@@ -53,8 +57,8 @@ struct RunOptions {
 
 // Every field by name; from_json requires each one (a missing field throws), so a file from
 // another build is an error, not a silent default.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, validate, validate_queries,
-                                   kill_after_max_time)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, validate,
+                                   validate_queries, kill_after_max_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, devices, host_memory, seed, measure, quiet, list,
                                    isolate, isolated_child, json_path, md_path, csv_path, argv)
 

@@ -49,6 +49,8 @@ int run_benchmark(const RunOptions& opts) {
   if (!(opts.measure.max_time_s > 0)) throw ConfigError(fmt::format("--max-time {}: expected seconds > 0", opts.measure.max_time_s));
   if (opts.measure.max_samples < opts.measure.min_samples)
     throw ConfigError(fmt::format("--max-samples {}: expected at least --min-samples {}", opts.measure.max_samples, opts.measure.min_samples));
+  if (!(opts.measure.max_noise_pct >= 0))
+    throw ConfigError(fmt::format("--max-noise {}: expected a percentage ≥ 0", opts.measure.max_noise_pct));
   if (!(opts.measure.min_time_s >= 0)) throw ConfigError(fmt::format("--min-time {}: expected seconds ≥ 0", opts.measure.min_time_s));
   HostMemory wanted_memory;
   if (opts.host_memory == "pinned") wanted_memory = HostMemory::pinned;
@@ -99,6 +101,9 @@ int run_benchmark(const RunOptions& opts) {
   install_signal_handlers();
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
   for (auto& rep : reporters) rep->begin(info);
+  if (host_busy(info.host) && !opts.quiet && !opts.isolated_child)
+    fmt::print("knnbench: warning: the machine is busy (load average {:.2f} on {} logical CPUs, {} OpenMP threads): expect noisy times\n",
+               info.host.load_1min, info.host.cores, info.host.omp_threads);
 
   std::vector<Result> results;
   bool any_fail = false;

@@ -18,4 +18,8 @@ std::string host_memory(double need, double have) {
 
 std::string out_of_host_memory() { return "out of host memory"; }
 
+std::string interrupted(std::size_t samples_taken) {
+  return fmt::format("interrupted: stopped after {} of the samples it needed", samples_taken);
+}
+
 }  // namespace knn::skip_reason

@@ -16,5 +16,7 @@ std::string device_memory(std::size_t need, int ordinal, std::size_t have);
 std::string host_memory(double need, double have);
 // A host allocation failed during the calls (std::bad_alloc).
 std::string out_of_host_memory();
+// SIGINT/SIGTERM arrived while a version was being sampled: no time is recorded.
+std::string interrupted(std::size_t samples_taken);
 
 }  // namespace knn::skip_reason

@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 #include <thread>
+
+#include "omp_env.hpp"
 
 namespace knn {
 namespace {
@@ -50,8 +54,31 @@ HostInfo read_host_info() {
   h.omp_threads = omp_get_max_threads();
   utsname u{};
   if (uname(&u) == 0) h.os = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  h.omp_env = describe_omp_env([](const char* n) { return std::getenv(n); });
+  std::ifstream load("/proc/loadavg");
+  std::string text;
+  if (std::getline(load, text) && !parse_loadavg(text, h.load_1min, h.load_5min, h.load_15min)) h.load_1min = h.load_5min = h.load_15min = -1;
+  h.cpu_governor = read_first_word("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
   return h;
 }
+
+bool parse_loadavg(const std::string& text, double& one, double& five, double& fifteen) {
+  std::istringstream in(text);
+  double a = 0, b = 0, c = 0;
+  if (!(in >> a >> b >> c) || a < 0 || b < 0 || c < 0) return false;
+  one = a;
+  five = b;
+  fifteen = c;
+  return true;
+}
+
+std::string read_first_word(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  return (in >> word) ? word : "unknown";
+}
+
+bool host_busy(const HostInfo& h) { return h.load_1min > double(h.cores - h.omp_threads) + 1.0; }
 
 std::string utc_now_iso() { return utc_format("%Y-%m-%dT%H:%M:%SZ"); }
 std::string utc_now_compact() { return utc_format("%Y%m%dT%H%M%SZ"); }

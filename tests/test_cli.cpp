@@ -35,7 +35,7 @@ std::string tmp_path(const std::string& name) {
 }
 
 const std::string kConfig = std::string("--config ") + KNN_SOURCE_DIR + "/configs/default.json";
-const std::string kFast = " --warmup 0 --min-samples 1 --min-time 0 ";
+const std::string kFast = " --warmup 0 --min-samples 1 --min-time 0 --max-noise 0 ";
 
 }  // namespace
 

@@ -27,7 +27,7 @@ RunOptions parse_run_flags(std::vector<std::string> args) {
 auto fields(const RunOptions& o) {
   const MeasureOptions& m = o.measure;
   return std::tie(o.config, o.case_specs, o.groups, o.version_specs, o.devices, o.host_memory, o.seed, m.warmup, m.min_samples, m.min_time_s,
-                  m.max_time_s, m.max_samples, m.validate, m.validate_queries, m.kill_after_max_time, o.quiet, o.list, o.isolate,
+                  m.max_time_s, m.max_samples, m.max_noise_pct, m.validate, m.validate_queries, m.kill_after_max_time, o.quiet, o.list, o.isolate,
                   o.isolated_child, o.json_path, o.md_path, o.csv_path, o.argv);
 }
 
@@ -49,6 +49,7 @@ TEST(IsolateOptions, EveryFieldRoundTrips) {
   o.measure.min_time_s = 0.125;
   o.measure.max_time_s = 2.5;
   o.measure.max_samples = 9;
+  o.measure.max_noise_pct = 2.5;
   o.measure.validate = false;
   o.measure.validate_queries = 11;
   o.measure.kill_after_max_time = true;
@@ -98,7 +99,7 @@ TEST(IsolateOptions, EveryRunFlagReachesTheChild) {
     EXPECT_TRUE(changed) << name << " does not reach the serialised options (options.cpp to_json/from_json)";
     ++checked;
   }
-  EXPECT_GE(checked, 19);  // the run flags of today; a lower count means the walk above missed them
+  EXPECT_GE(checked, 20);  // the run flags of today; a lower count means the walk above missed them
 }
 
 TEST(IsolateOptions, AChildRunsExactlyOneCaseAndVersionIntoItsOwnFile) {

@@ -71,7 +71,7 @@ nlohmann::json result_of(const nlohmann::json& doc, const std::string& version) 
 
 TEST(Isolate, ACrashingVersionIsRecordedAndTheRunGoesOn) {
   const std::string json = tmp_path("crash.json"), log = tmp_path("crash.log");
-  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "v0,t2,t1", "--case", "5", "--warmup", "0", "--min-samples", "1",
+  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "v0,t2,t1", "--case", "5", "--warmup", "0", "--min-samples", "1", "--max-noise", "0",
                            "--min-time", "0", "--json", json},
                           log);
   EXPECT_EQ(wait_code(pid), 1) << slurp(log);
@@ -88,7 +88,7 @@ TEST(Isolate, ACrashingVersionIsRecordedAndTheRunGoesOn) {
 TEST(Isolate, ACallOverMaxTimeIsStopped) {
   const std::string json = tmp_path("slow.json"), log = tmp_path("slow.log");
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "t4,v0", "--case", "0", "--warmup", "0", "--min-samples", "1",
+  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "t4,v0", "--case", "0", "--warmup", "0", "--min-samples", "1", "--max-noise", "0",
                            "--min-time", "0", "--max-time", "1", "--json", json},
                           log);
   EXPECT_EQ(wait_code(pid), 1) << slurp(log);
@@ -114,8 +114,8 @@ TEST(Isolate, WithoutIsolationASlowCallIsMeasuredOnceAndMarked) {
 
 TEST(Interrupt, SigintKeepsEveryFinishedResultInValidJson) {
   const std::string json = tmp_path("int.json"), log = tmp_path("int.log");
-  // t4 takes 3 s per call: v0 on cases 0-1 finishes, then SIGINT arrives during t4.
-  const pid_t pid = spawn({"--config", kConfig, "--version", "v0,t4", "--case", "0-3", "--warmup", "0", "--min-samples", "1", "--min-time",
+  // t4 takes 3 s per call: v0 on case 0 finishes, then SIGINT arrives during t4's first of 2 samples.
+  const pid_t pid = spawn({"--config", kConfig, "--version", "v0,t4", "--case", "0-3", "--warmup", "0", "--min-samples", "2", "--max-noise", "0", "--min-time",
                            "0", "--json", json},
                           log);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -127,6 +127,11 @@ TEST(Interrupt, SigintKeepsEveryFinishedResultInValidJson) {
   EXPECT_EQ(j["results"][0]["version"], "v0");
   EXPECT_EQ(j["results"][0]["status"], "pass");
   EXPECT_LT(j["results"].size(), 8u);  // it stopped early
+  // t4 on case 0 was in its first call: not a pass with one sample, but marked interrupted.
+  ASSERT_GE(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][1]["version"], "t4");
+  EXPECT_EQ(j["results"][1]["status"], "skip");
+  EXPECT_NE(j["results"][1]["reason"].get<std::string>().find("interrupted"), std::string::npos) << j["results"][1]["reason"];
 }
 
 TEST(Interrupt, ASecondSigintExitsAtOnce) {
@@ -146,7 +151,7 @@ TEST(GpuIsolate, AnIllegalAddressIsContainedInItsChild) {
   const auto disc = knn::discover_devices();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU fault test skipped, not run";
   const std::string json = tmp_path("gpufault.json"), log = tmp_path("gpufault.log");
-  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "t3,v3", "--case", "6", "--warmup", "0", "--min-samples", "1",
+  const pid_t pid = spawn({"--config", kConfig, "--isolate", "--version", "t3,v3", "--case", "6", "--warmup", "0", "--min-samples", "1", "--max-noise", "0",
                            "--min-time", "0", "--json", json},
                           log);
   EXPECT_EQ(wait_code(pid), 1) << slurp(log);
@@ -161,7 +166,7 @@ TEST(GpuIsolate, AnIllegalAddressIsContainedInItsChild) {
 TEST(Memory, ACaseOverHostMemoryIsSkippedWithTheSizes) {
   const std::string cfg = tmp_path("huge.json"), json = tmp_path("huge.json.out"), log = tmp_path("huge.log");
   std::ofstream(cfg) << R"({"schema_version":1,"cases":[{"id":0,"k":4096,"m":1,"n":2000000000},{"id":1,"k":3,"m":2,"n":8}]})";
-  const pid_t pid = spawn({"--config", cfg, "--version", "v0", "--warmup", "0", "--min-samples", "1", "--json", json}, log);
+  const pid_t pid = spawn({"--config", cfg, "--version", "v0", "--warmup", "0", "--min-samples", "1", "--max-noise", "0", "--json", json}, log);
   EXPECT_EQ(wait_code(pid), 0) << slurp(log);
   const auto j = load(json);
   ASSERT_EQ(j["results"].size(), 2u);
