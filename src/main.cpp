@@ -8,6 +8,7 @@
 
 int main(int argc, char** argv) {
   knn::set_omp_defaults(argv);  // first: the OpenMP runtime must see them when it starts
+  knn::keep_freed_host_memory();
   try {
     return knn::cli_main(argc, argv);
   } catch (const knn::ConfigError& e) {

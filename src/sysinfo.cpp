@@ -54,7 +54,7 @@ HostInfo read_host_info() {
   h.omp_threads = omp_get_max_threads();
   utsname u{};
   if (uname(&u) == 0) h.os = std::string(u.sysname) + " " + u.release + " " + u.machine;
-  h.omp_env = describe_omp_env([](const char* n) { return std::getenv(n); });
+  h.omp_env = describe_omp_env([](const char* n) { return std::getenv(n); }) + "; " + malloc_policy();
   std::ifstream load("/proc/loadavg");
   std::string text;
   if (std::getline(load, text) && !parse_loadavg(text, h.load_1min, h.load_5min, h.load_15min)) h.load_1min = h.load_5min = h.load_15min = -1;

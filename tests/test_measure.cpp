@@ -228,13 +228,23 @@ TEST(HostEnvironment, OmpDefaultsNeverOverrideTheUser) {
     const auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  EXPECT_TRUE(omp_defaults_missing(get).empty());  // the user chose the binding: OMP_PLACES is left to them too
-  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND=spread (set by the user), OMP_PLACES unset");
-  env = {{"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}, {"KNNBENCH_OMP_DEFAULTS", "OMP_PROC_BIND,OMP_PLACES"}};
-  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND=close (knnbench default), OMP_PLACES=cores (knnbench default)");
+  EXPECT_TRUE(omp_defaults_missing(get, 2).empty());  // the user chose the binding: OMP_PLACES is left to them too
+  const auto wait = omp_defaults_missing(get, 16);  // only the wait policy, on a large machine
+  ASSERT_EQ(wait.size(), 1u);
+  EXPECT_EQ(wait[0], (std::pair<std::string, std::string>{"OMP_WAIT_POLICY", "active"}));
+  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND=spread (set by the user), OMP_PLACES unset, OMP_WAIT_POLICY unset");
+  env = {{"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}, {"OMP_WAIT_POLICY", "active"},
+         {"KNNBENCH_OMP_DEFAULTS", "OMP_PROC_BIND,OMP_PLACES,OMP_WAIT_POLICY"}};
+  EXPECT_EQ(describe_omp_env(get),
+            "OMP_PROC_BIND=close (knnbench default), OMP_PLACES=cores (knnbench default), OMP_WAIT_POLICY=active (knnbench default)");
+  EXPECT_TRUE(omp_defaults_missing(get, 16).empty());
   env.clear();
-  EXPECT_EQ(omp_defaults_missing(get).size(), omp_defaults().size());
-  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND unset, OMP_PLACES unset");
+  EXPECT_EQ(omp_defaults_missing(get, 2).size(), omp_defaults().size());      // no spinning threads on a small machine
+  EXPECT_EQ(omp_defaults_missing(get, 16).size(), omp_defaults().size() + 1);
+  env = {{"OMP_WAIT_POLICY", "passive"}};
+  EXPECT_EQ(omp_defaults_missing(get, 16).size(), omp_defaults().size());     // the user's wait policy stands
+  env.clear();
+  EXPECT_EQ(describe_omp_env(get), "OMP_PROC_BIND unset, OMP_PLACES unset, OMP_WAIT_POLICY unset");
 }
 
 TEST(HostEnvironment, LoadAverageAndGovernor) {
