@@ -105,8 +105,10 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_flag_callback("--no-validate", [&o] { o.measure.validate = false; }, "Skip validation against v0");
   app.add_option("--validate-queries", o.measure.validate_queries,
                  "Validate only this many queries, spread evenly over all m (for cases with ~1M queries, whose full "
-                 "reference takes hours); 0 = all")
+                 "reference takes hours); 0 = all, or the case's validate_queries when it sets one")
       ->capture_default_str();
+  app.add_option("--dump-answers", o.measure.dump_answers,
+                 "Folder for each result's answer as NumPy files case<ID>-<VERSION>-{indices,distances}.npy (m x topk)");
   app.add_flag("--quiet", o.quiet, "Print only the final table");
   app.add_flag("--isolate", o.isolate,
                "Run each (case, version) in its own child process: a crash, a GPU fault or a call over --max-time is recorded "

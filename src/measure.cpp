@@ -15,6 +15,8 @@
 #include "clocks.hpp"
 #include "core/errors.hpp"
 #include "devices.hpp"
+#include "answers_npy.hpp"
+#include "host_memory.hpp"
 #include "interrupt.hpp"
 #include "skip_reasons.hpp"
 
@@ -96,6 +98,7 @@ void add_unaccounted_phase(Result& r) {
 
 std::optional<std::string> why_skipped(const VersionDesc& desc, const Problem& p, const Environment& env) {
   if (desc.gpus != GpuNeed::none && env.devices.empty()) return skip_reason::no_device();
+  if (p.self_join && !desc.self_join) return skip_reason::no_self_join();
   if (desc.supports)
     if (auto why = desc.supports(p, env)) return why;
   if (desc.device_bytes && !env.devices.empty()) {
@@ -149,8 +152,10 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   }
 
   const std::size_t slots = p.result_slots();
-  std::vector<std::int32_t> indices(slots);
-  std::vector<float> distances(slots);
+  // The answers land where the inputs live: pinned when the run is pinned (downloads at full speed).
+  HostArray index_store(slots, env.host_memory), distance_store(slots, env.host_memory);
+  const Span<std::int32_t> indices{index_store.as<std::int32_t>(), slots};
+  const Span<float> distances{distance_store.data(), slots};
   TimingSink sink;
   std::optional<Watchdog> watchdog;
   if (opts.kill_after_max_time) watchdog.emplace(desc.id, opts.max_time_s);
@@ -267,6 +272,13 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   r.stats = summarize(r.samples_ms);
   describe_record(rec, opts, r);
 
+  if (!opts.dump_answers.empty()) {
+    try {
+      add_note(r, "answer in " + dump_answers(opts.dump_answers, r.problem_case.id, desc.id, indices.data(), distances.data(), p.m, p.topk));
+    } catch (const std::exception& e) {
+      throw ConfigError(e.what());  // an unwritable folder is the user's to fix: exit 2, nothing hidden
+    }
+  }
   if (opts.validate && reference) {
     r.validated = true;
     r.validation = validate_neighbors(p, *reference, indices.data());

@@ -29,7 +29,7 @@ void fill_points(const Matrix& mx, const Case& c, PointSet set, float* out) {
   const std::string& path = queries ? c.queries_path : c.references_path;
   const int count = queries ? c.m : c.n;
   if (path.empty()) {
-    generate_points(c.distribution, c.seed, set, c.dim, std::size_t(count), out);
+    generate_points(c.distribution, c.seed, set, c.dim, std::size_t(count), out, c.integer_max);
     return;
   }
   try {
@@ -134,7 +134,9 @@ int run_benchmark(const RunOptions& opts) {
       continue;
     }
 
-    const std::size_t qf = std::size_t(c.m) * c.dim, rf = std::size_t(c.n) * c.dim, slots = std::size_t(c.m) * c.topk;
+    // A self-join has one point set: the references, which are also the queries.
+    const std::size_t qf = c.self_join ? 0 : std::size_t(c.m) * c.dim, rf = std::size_t(c.n) * c.dim,
+                      slots = std::size_t(c.m) * c.topk;
     const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
     const double have = double(available_host_memory());
     if (have > 0 && need > 0.9 * have) {
@@ -152,17 +154,20 @@ int run_benchmark(const RunOptions& opts) {
     }
 
     HostArray queries(qf, info.host_memory), references(rf, info.host_memory);
-    fill_points(mx, c, PointSet::queries, queries.data());
+    if (!c.self_join) fill_points(mx, c, PointSet::queries, queries.data());
     fill_points(mx, c, PointSet::references, references.data());
-    base.query_checksum = to_hex(checksum(queries.data(), qf));
+    const float* query_points = c.self_join ? references.data() : queries.data();
+    base.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
     base.reference_checksum = to_hex(checksum(references.data(), rf));
-    const Problem p{c.dim, c.m, c.n, c.topk, queries.data(), references.data()};
+    const Problem p{c.dim, c.m, c.n, c.topk, query_points, references.data(), c.self_join};
+    // --validate-queries wins; else the case's own sample size (large cases), else every query.
+    const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
 
     std::optional<Reference> reference;
     for (const VersionDesc* v : versions) {
       if (stop_requested()) break;
       if (measure.validate && !reference) {
-        if (!why_skipped(*v, p, env)) reference = compute_reference(p, measure.validate_queries);
+        if (!why_skipped(*v, p, env)) reference = compute_reference(p, validate_queries);
       }
       announce(c, *v);
       Result r = base;

@@ -8,6 +8,8 @@ std::string gib(double bytes) { return fmt::format("{:.2f} GiB", bytes / 1073741
 
 std::string no_device() { return "no CUDA device"; }
 
+std::string no_self_join() { return "does not answer self-joins"; }
+
 std::string device_memory(std::size_t need, int ordinal, std::size_t have) {
   return fmt::format("needs {}, device {} has {} free", gib(double(need)), ordinal, gib(double(have)));
 }

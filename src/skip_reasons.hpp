@@ -10,6 +10,8 @@ std::string gib(double bytes);  // "1.50 GiB"
 
 // A GPU version on a machine with no (selected) CUDA device.
 std::string no_device();
+// A self-join case and a version that does not declare VersionDesc::self_join.
+std::string no_self_join();
 // A version's device_bytes estimate is over the free memory of a device it would use.
 std::string device_memory(std::size_t need, int ordinal, std::size_t have);
 // A case's inputs and answers are over 90 % of the host's available memory.

@@ -32,7 +32,7 @@ void compute_reference(const Problem& p, Neighbors out);
 // Checks `indices` (m × topk) against the reference. True distances are recomputed in double from
 // the inputs; distances a version returns are not trusted. For each query the sorted true
 // distances must match within tolerance, every index must be in [0, n) and unique in its row,
-// and the row must be in increasing distance order.
+// the row must be in increasing distance order, and in a self-join no row may hold its own query.
 ValidationReport validate_neighbors(const Problem& p, const std::int32_t* reference_indices, const std::int32_t* indices);
 
 // A reference answer for some or all queries of a problem.

@@ -107,12 +107,10 @@ class RowTopK {
   int worst_slot_;
 };
 
-// Answers query q by exhaustive search; the body of v0 and of the validation reference. In a
-// self-join reference q (the query itself) is passed over.
-inline void bruteforce_one_query(const Problem& p, int q, Neighbors out) {
+// Answers query q by exhaustive search into one row (topk slots at idx / dist); the body of v0
+// and of the validation reference. In a self-join reference q (the query itself) is passed over.
+inline void bruteforce_row(const Problem& p, int q, std::int32_t* idx, float* dist) {
   const float* query = p.queries + std::size_t(q) * p.dim;
-  std::int32_t* idx = out.indices + std::size_t(q) * p.topk;
-  float* dist = out.distances + std::size_t(q) * p.topk;
   const int self = p.self_join ? q : -1;
   if (p.topk == 1) {  // the seeds' loop, kept literal: strict < keeps the first minimum
     float best = std::numeric_limits<float>::infinity();
@@ -133,6 +131,11 @@ inline void bruteforce_one_query(const Problem& p, int q, Neighbors out) {
   for (int j = 0; j < p.n; ++j)
     if (j != self) top.offer(squared_distance(query, p.references + std::size_t(j) * p.dim, p.dim), j);
   top.finish();
+}
+
+// Query q's answer into row q of `out`.
+inline void bruteforce_one_query(const Problem& p, int q, Neighbors out) {
+  bruteforce_row(p, q, out.indices + std::size_t(q) * p.topk, out.distances + std::size_t(q) * p.topk);
 }
 
 // Self-joins for searches that cannot leave the query out (the trees): search the topk + 1
