@@ -83,15 +83,10 @@ Filter make_filter(const CompareOptions& opts, const std::vector<Result>& a, con
 
 // ---------------------------------------------------------------- judging
 
-Verdict judge(const Stats& a, const Stats& b) {
-  if (a.samples < kMinSamples || b.samples < kMinSamples) return Verdict::unknown;
-  if (!(a.median > 0) || !(b.median > 0) || !std::isfinite(a.noise_pct) || !std::isfinite(b.noise_pct)) return Verdict::unknown;
-  // A difference within the larger relative noise is no difference. (nvbench compares against
-  // the smaller of the two noises; this rule is more lenient than nvbench's.)
-  const double rel = std::abs(b.median - a.median) / a.median;
-  const double noise = std::max(a.noise_pct, b.noise_pct) / 100.0;
-  if (rel <= noise) return Verdict::same;
-  return b.median < a.median ? Verdict::faster : Verdict::slower;
+void check_options(const CompareOptions& o) {
+  if (!(o.min_effect_pct >= 0)) throw CompareError(fmt::format("--threshold {}: expected a percentage >= 0", o.min_effect_pct));
+  if (!(o.alpha > 0 && o.alpha < 1)) throw CompareError(fmt::format("--alpha {}: expected a probability between 0 and 1", o.alpha));
+  if (!(o.hide_below_pct >= 0)) throw CompareError(fmt::format("--hide-below {}: expected a percentage >= 0", o.hide_below_pct));
 }
 
 std::string short_sum(const std::string& s) { return s.size() > 12 ? s.substr(0, 12) : s; }
@@ -150,14 +145,24 @@ void sort_report(CompareReport& r) {
 
 // Checksums and statuses decide whether a pair is judged at all; this judges one that is.
 ComparedPair judge_pair(const Result& a, const Result& b, const CompareOptions& opts) {
-  ComparedPair p{a.problem_case.id, a.version,         params(a.problem_case), a.stats.median, a.stats.noise_pct,
-                 b.stats.median,    b.stats.noise_pct, a.stats.samples,        b.stats.samples};
+  ComparedPair p{a.problem_case.id, a.version,         params(a.problem_case), a.stats.median, a.stats.median_noise_pct,
+                 b.stats.median,    b.stats.median_noise_pct, a.stats.samples, b.stats.samples};
   p.ratio = a.stats.median > 0 && std::isfinite(b.stats.median) ? b.stats.median / a.stats.median : kNaN;
-  if (a.samples_ms.size() >= std::size_t(kMinSamples) && b.samples_ms.size() >= std::size_t(kMinSamples))
-    p.p_value = mann_whitney_p(a.samples_ms, b.samples_ms);
-  p.verdict = judge(a.stats, b.stats);
-  p.hidden = opts.threshold_pct > 0 && std::isfinite(p.ratio) && std::abs(p.ratio - 1) * 100 < opts.threshold_pct;
+  p.verdict = judge_results(a, b, opts, &p.p_value);
+  p.hidden = opts.hide_below_pct > 0 && std::isfinite(p.ratio) && std::abs(p.ratio - 1) * 100 < opts.hide_below_pct;
   return p;
+}
+
+// Why nothing was judged, from what was left out.
+std::string nothing_compared_reason(const CompareReport& rep, std::size_t kept_a, std::size_t kept_b, bool filtered) {
+  const std::string after = filtered ? " after --version/--case" : "";
+  if (kept_a == 0 || kept_b == 0)
+    return fmt::format("{} holds no result{}", kept_a == 0 ? rep.a.file : rep.b.file, after);
+  int count[4] = {0, 0, 0, 0};
+  for (const auto& u : rep.uncompared) ++count[int(u.kind)];
+  return fmt::format("of {} results in A and {} in B{}: {} not passing on both sides, {} refused (different inputs), {} only in A, {} only in B",
+                     kept_a, kept_b, after, count[int(NotCompared::status)], count[int(NotCompared::refused)], count[int(NotCompared::only_in_a)],
+                     count[int(NotCompared::only_in_b)]);
 }
 
 void add_geomeans(CompareReport& rep) {
@@ -170,6 +175,7 @@ void add_geomeans(CompareReport& rep) {
       case Verdict::same: ++g.same; break;
       case Verdict::faster: ++g.faster; break;
       case Verdict::slower: ++g.slower; break;
+      case Verdict::too_few: ++g.too_few; break;
       case Verdict::unknown: ++g.unknown; break;
     }
     if (std::isfinite(p.ratio) && p.ratio > 0) {
@@ -187,13 +193,31 @@ const char* to_string(Verdict v) {
     case Verdict::same: return "SAME";
     case Verdict::faster: return "FASTER";
     case Verdict::slower: return "SLOWER";
+    case Verdict::too_few: return "too few samples";
     case Verdict::unknown: return "????";
   }
   return "?";
 }
 
+Verdict judge_results(const Result& a, const Result& b, const CompareOptions& opts, std::optional<double>* p_value) {
+  const int na = int(a.samples_ms.size()), nb = int(b.samples_ms.size());
+  std::optional<double> p;
+  if (na >= kMinSamples && nb >= kMinSamples) p = mann_whitney_p(a.samples_ms, b.samples_ms);
+  if (p_value) *p_value = p;
+  const Stats &sa = a.stats, &sb = b.stats;
+  if (!(sa.median > 0) || !(sb.median > 0) || na == 0 || nb == 0) return Verdict::unknown;
+  if (na < kMinSamples || nb < kMinSamples || mann_whitney_min_p(na, nb) > opts.alpha) return Verdict::too_few;
+  if (!std::isfinite(sa.median_noise_pct) || !std::isfinite(sb.median_noise_pct)) return Verdict::unknown;
+  const double change = sb.median - sa.median;
+  const bool beyond_effect = std::abs(change) / sa.median * 100 > opts.min_effect_pct;
+  const bool beyond_noise = std::abs(change) > (sa.median * sa.median_noise_pct + sb.median * sb.median_noise_pct) / 100;
+  const bool significant = p && *p < opts.alpha;
+  if (!(beyond_effect && beyond_noise && significant)) return Verdict::same;
+  return change < 0 ? Verdict::faster : Verdict::slower;
+}
+
 CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& doc_b, const CompareOptions& opts) {
-  if (!(opts.threshold_pct >= 0)) throw CompareError(fmt::format("--threshold {}: expected a percentage >= 0", opts.threshold_pct));
+  check_options(opts);
   const std::vector<Result>&all_a = doc_a.results, &all_b = doc_b.results;
   const Filter filter = make_filter(opts, all_a, all_b);
 
@@ -201,7 +225,7 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   rep.a = {doc_a.file, doc_a.info};
   rep.b = {doc_b.file, doc_b.info};
   rep.notes = header_notes(rep.a, rep.b);
-  rep.threshold_pct = opts.threshold_pct;
+  rep.options = opts;
 
   // A result appearing twice in one file: the first is used, the others are said.
   auto index = [&rep, &filter](const std::vector<Result>& all, const std::string& file) {
@@ -267,9 +291,10 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
                                 fmt::format("refused: input checksums differ ({}); different inputs are not comparable", join(diff))});
       continue;
     }
-    if (ra->status != Status::pass || rb->status != Status::pass) {
+    if (ra->status != Status::pass || rb->status != Status::pass || ra->interrupted || rb->interrupted) {
       auto side = [](const Result* r) {
-        return std::string(to_string(r->status)) + (r->status != Status::pass && !r->reason.empty() ? " (" + r->reason + ")" : "");
+        return std::string(to_string(r->status)) + (r->interrupted ? " (interrupted)" : "") +
+               (r->status != Status::pass && !r->reason.empty() ? " (" + r->reason + ")" : "");
       };
       rep.uncompared.push_back({NotCompared::status, ra->problem_case.id, ra->version, fmt::format("A {}, B {}", side(ra), side(rb))});
       continue;
@@ -278,11 +303,12 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   }
   sort_report(rep);
   add_geomeans(rep);
+  if (rep.pairs.empty()) rep.nothing_compared = nothing_compared_reason(rep, kept_a.size(), kept_b.size(), !opts.versions.empty() || !opts.cases.empty());
   return rep;
 }
 
 CompareReport compare_documents(const json& doc_a, const json& doc_b, const CompareOptions& opts) {
-  if (!(opts.threshold_pct >= 0)) throw CompareError(fmt::format("--threshold {}: expected a percentage >= 0", opts.threshold_pct));
+  check_options(opts);
   try {
     const ResultsDocument a = read_results_document(doc_a, opts.file_a.empty() ? "A" : opts.file_a);
     const ResultsDocument b = read_results_document(doc_b, opts.file_b.empty() ? "B" : opts.file_b);
@@ -318,18 +344,24 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
                                      "Pairs match on case id, case parameters, version and input checksums.");
   sub->add_option("A", opts.file_a, "Results JSON A, the baseline (e.g. results/h100/default.json)");
   sub->add_option("B", opts.file_b, "Results JSON B, judged against A (e.g. results/local/<host>-<utc>.json)");
-  sub->add_option("--threshold", opts.threshold_pct,
-                  "Hide pairs whose |B/A - 1| is under PCT percent; they still count in the geomean, not in the exit code")
+  sub->add_option("--threshold", opts.min_effect_pct, "Minimum effect: a change of the median under PCT percent is SAME")
+      ->type_name("PCT")
+      ->capture_default_str();
+  sub->add_option("--alpha", opts.alpha, "Significance level of the Mann-Whitney U test")->capture_default_str();
+  sub->add_option("--hide-below", opts.hide_below_pct, "Do not print pairs whose |B/A - 1| is under PCT percent (still in the geomean)")
       ->type_name("PCT");
   sub->add_option("--version", opts.versions, "Versions to compare: v3, or lists like v1,v3 (repeatable; default all)")->delimiter(',');
   sub->add_option("--case", opts.cases, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)")->delimiter(',');
   sub->add_flag("--md", opts.markdown, "Print the report as markdown, for pasting into reports");
   sub->footer(
-      "Verdicts: SAME when |B-A|/A is within the larger of the two noises (relative stdev), else FASTER or SLOWER;\n"
-      "???? when a side has fewer than 3 samples. p is a two-sided Mann-Whitney U test on the raw samples.\n"
+      "Verdicts: SLOWER or FASTER only when the median moved by more than --threshold (default 5 %), beyond the\n"
+      "noise of both sides (the medians' ~95 % confidence intervals do not overlap) and the Mann-Whitney U test on\n"
+      "the raw samples rejects equality at --alpha (default 0.01); SAME otherwise. \"too few samples\" when the U\n"
+      "test cannot reach alpha (e.g. 4 against 4 samples at 0.01); ???? without a time or raw samples.\n"
       "Results whose input checksums differ are refused; skipped or failed ones are listed, not compared.\n\n"
-      "Exit codes (compare): 0 no SLOWER verdict; 1-125 the number of SLOWER verdicts (capped at 125);\n"
-      "126 a usage error (missing or invalid file, wrong schema_version, bad flag), with a one-line message.\n\n"
+      "Exit codes (compare): 0 no SLOWER verdict; 1-124 the number of SLOWER verdicts (capped at 124);\n"
+      "125 nothing compared (no pair of passing results), with the reason; 126 a usage error (missing or\n"
+      "invalid file, wrong schema_version, bad flag), with a one-line message.\n\n"
       "Example: knnbench compare results/h100/default.json results/local/mybox.json --version v3,v8 --case 8-11");
   return sub;
 }

@@ -14,17 +14,21 @@
 
 namespace knn {
 
-// compare's exit codes: 0 no SLOWER verdict, 1..125 the number of SLOWER verdicts (capped),
-// 126 a usage error (missing or invalid file, bad flag). 126 and not the project's 2, which
+// compare's exit codes: 0 no SLOWER verdict, 1..124 the number of SLOWER verdicts (capped),
+// 125 nothing compared (no pair of passing results: a CI gate must not pass on an empty
+// comparison), 126 a usage error (missing or invalid file, bad flag). Not the project's 2, which
 // would read as "2 slower".
-inline constexpr int kCompareMaxSlowerExit = 125;
+inline constexpr int kCompareMaxSlowerExit = 124;
+inline constexpr int kCompareExitNothingCompared = 125;
 inline constexpr int kCompareExitUsage = 126;
-// Fewer samples on either side: no verdict ("????") and no U test.
+// Fewer raw samples on either side: no U test, and the verdict is "too few samples".
 inline constexpr int kCompareMinSamples = 3;
 
 struct CompareOptions {
   std::string file_a, file_b;
-  double threshold_pct = 0;           // hide pairs with |B/A − 1|·100 below this
+  double min_effect_pct = 5;          // --threshold: a smaller change of the median is SAME
+  double alpha = 0.01;                // --alpha: the U test's significance level
+  double hide_below_pct = 0;          // --hide-below: do not print pairs with |B/A − 1|·100 below this
   std::vector<std::string> versions;  // "v3", "v1,v3"
   std::vector<std::string> cases;     // "11", "8-11", "0,3"
   bool markdown = false;
@@ -43,7 +47,9 @@ int run_compare(const CompareOptions& opts);
 
 // ---------------------------------------------------------------- the report, for tests and printers
 
-enum class Verdict { same, faster, slower, unknown };  // unknown prints as "????"
+// too_few: the U test cannot reach alpha with these sample counts (prints "too few samples");
+// unknown: no time or no raw samples to judge (prints "????").
+enum class Verdict { same, faster, slower, too_few, unknown };
 const char* to_string(Verdict v);
 
 // A results file's header, as the reader gives it, and the file's name.
@@ -56,12 +62,14 @@ struct ComparedPair {
   int case_id = 0;
   std::string version;
   std::string params;  // "k=3 m=1024 n=65536 topk=1 uniform seed=20240607"
+  // Medians and their robust noise (Stats::median_noise_pct, NaN when unknown).
   double a_median_ms = 0, a_noise_pct = 0, b_median_ms = 0, b_noise_pct = 0;
   int a_samples = 0, b_samples = 0;
-  double ratio = 0;                // B median / A median; NaN when A's median is not positive
-  std::optional<double> p_value;   // both sides kept ≥ 3 raw samples
+  double ratio = 0;               // B median / A median; NaN when A's median is not positive
+  std::optional<double> p_value;  // both sides kept ≥ kCompareMinSamples raw samples
   Verdict verdict = Verdict::unknown;
-  bool hidden = false;             // under --threshold: not shown, not counted in the exit code
+  bool hidden = false;  // under --hide-below: not shown, not counted in the exit code
+  double effect_pct() const { return 100 * (ratio - 1); }
 };
 
 enum class NotCompared { refused, status, only_in_a, only_in_b };
@@ -77,21 +85,35 @@ struct VersionGeomean {
   std::string version;
   int pairs = 0;  // pairs with a positive ratio, hidden ones included
   double geomean = 0;
-  int faster = 0, same = 0, slower = 0, unknown = 0;
+  int faster = 0, same = 0, slower = 0, too_few = 0, unknown = 0;
 };
 
 struct CompareReport {
   RunSummary a, b;
   std::vector<std::string> notes;  // header remarks: devices differ, incomplete runs, ...
-  double threshold_pct = 0;
+  CompareOptions options;          // the rule's parameters, as applied
   std::vector<ComparedPair> pairs;  // ordered by version number, then case id
   std::vector<UncomparedEntry> uncompared;
   std::vector<VersionGeomean> geomeans;
   int slower = 0;         // SLOWER verdicts that count (not hidden)
-  int hidden_slower = 0;  // SLOWER verdicts hidden by --threshold
+  int hidden_slower = 0;  // SLOWER verdicts hidden by --hide-below
   int hidden = 0;
-  int exit_code() const { return slower < kCompareMaxSlowerExit ? slower : kCompareMaxSlowerExit; }
+  std::string nothing_compared;  // why no pair was judged; empty when some were
+  int exit_code() const {
+    if (pairs.empty()) return kCompareExitNothingCompared;
+    return slower < kCompareMaxSlowerExit ? slower : kCompareMaxSlowerExit;
+  }
 };
+
+// The verdict on one pair of passing results (exposed for tests): SLOWER or FASTER only when
+//  1. the median moved by more than opts.min_effect_pct,
+//  2. beyond the noise of both sides: the two medians' ~95 % confidence intervals (median ±
+//     median_noise_pct) do not overlap. nvbench compares the change against the smaller of two
+//     sample spreads; our noise is the uncertainty of each median itself, so both add up, and
+//  3. the Mann–Whitney U test on the raw samples rejects equality at opts.alpha.
+// With fewer samples than the test needs to reach alpha (mann_whitney_min_p > alpha, e.g. 4
+// against 4 at 0.01) the verdict is too_few: no guess.
+Verdict judge_results(const Result& a, const Result& b, const CompareOptions& opts, std::optional<double>* p_value = nullptr);
 
 // Compares two parsed results documents. Throws CompareError (naming opts.file_a or
 // opts.file_b, or "A"/"B" when empty) for a wrong schema_version, missing fields or bad filters.

@@ -26,6 +26,8 @@ std::string fmt_p(const std::optional<double>& p) {
   return *p < 0.001 ? "<0.001" : fmt::format("{:.3f}", *p);
 }
 
+std::string fmt_effect(double pct) { return std::isfinite(pct) ? fmt::format("{:+.1f}%", pct) : "-"; }
+
 std::string fmt_ratio(double r) { return std::isfinite(r) ? fmt::format("{:.3f}", r) : "-"; }
 
 std::string fmt_noise(double n) { return std::isfinite(n) ? fmt::format("{:.1f}%", n) : "-"; }
@@ -67,26 +69,29 @@ std::string format_compare(const CompareReport& rep, bool md) {
   }
   out += "\n";
 
-  std::vector<std::vector<std::string>> rows{{"version", "case", "A median ms", "A noise", "B median ms", "B noise", "samples A/B", "B/A", "verdict", "p"}};
+  std::vector<std::vector<std::string>> rows{
+      {"version", "case", "A median ms", "A noise", "B median ms", "B noise", "samples A/B", "effect", "p", "verdict"}};
   for (const auto& p : rep.pairs) {
     if (p.hidden) continue;
     rows.push_back({p.version, std::to_string(p.case_id), format_ms(p.a_median_ms), fmt_noise(p.a_noise_pct), format_ms(p.b_median_ms),
-                    fmt_noise(p.b_noise_pct), fmt::format("{}/{}", p.a_samples, p.b_samples), fmt_ratio(p.ratio),
-                    md && p.verdict != Verdict::same ? fmt::format("**{}**", to_string(p.verdict)) : to_string(p.verdict), fmt_p(p.p_value)});
+                    fmt_noise(p.b_noise_pct), fmt::format("{}/{}", p.a_samples, p.b_samples), fmt_effect(p.effect_pct()), fmt_p(p.p_value),
+                    md && p.verdict != Verdict::same ? fmt::format("**{}**", to_string(p.verdict)) : to_string(p.verdict)});
   }
-  const std::vector<Align> right{L, R, R, R, R, R, R, R, L, R};
+  const CompareOptions& o = rep.options;
   if (rows.size() > 1)
-    out += render_table(rows, right, md);
-  else
-    out += rep.pairs.empty() ? "No pair to compare.\n" : "Every pair is within --threshold.\n";
+    out += render_table(rows, {L, R, R, R, R, R, R, R, R, L}, md);
+  else if (!rep.pairs.empty())
+    out += "Every pair is within --hide-below.\n";
   if (!rep.pairs.empty())
     out += fmt::format(
-        "{}SAME: |B-A|/A within the larger noise (relative stdev); FASTER/SLOWER otherwise; ????: under {} samples on a side.{}"
-        "p: two-sided Mann-Whitney U test on the raw samples (-: not kept, or under {}).\n",
-        md ? "\n" : "", kCompareMinSamples, md ? " " : "\n", kCompareMinSamples);
+        "{}SLOWER/FASTER: the median moved by more than {}% (--threshold), beyond both noises (the medians' confidence intervals "
+        "do not overlap), and p < {} (--alpha); SAME otherwise.{}"
+        "noise: half-width of the ~95% confidence interval of the median, relative to it. p: two-sided Mann-Whitney U test on "
+        "the raw samples. too few samples: the U test cannot reach {} with these counts. ????: no time or no raw samples.\n",
+        md ? "\n" : "", o.min_effect_pct, o.alpha, md ? " " : "\n", o.alpha);
   if (rep.hidden)
-    out += fmt::format("{} pair{} within --threshold {}% hidden (still in the geomean, not in the exit code).\n", rep.hidden, rep.hidden == 1 ? "" : "s",
-                       rep.threshold_pct);
+    out += fmt::format("{} pair{} within --hide-below {}% hidden (still in the geomean, not in the exit code).\n", rep.hidden,
+                       rep.hidden == 1 ? "" : "s", o.hide_below_pct);
 
   if (!rep.uncompared.empty()) {
     out += md ? fmt::format("\n### Not compared ({})\n\n", rep.uncompared.size()) : fmt::format("\nNot compared ({}):\n", rep.uncompared.size());
@@ -103,15 +108,18 @@ std::string format_compare(const CompareReport& rep, bool md) {
 
   if (!rep.geomeans.empty()) {
     out += md ? "\n### Geometric mean of B/A per version\n\n" : "\nGeometric mean of B/A per version:\n";
-    std::vector<std::vector<std::string>> grows{{"version", "pairs", "geomean B/A", "FASTER", "SAME", "SLOWER", "????"}};
+    std::vector<std::vector<std::string>> grows{{"version", "pairs", "geomean B/A", "FASTER", "SAME", "SLOWER", "too few", "????"}};
     for (const auto& g : rep.geomeans)
       grows.push_back({g.version, std::to_string(g.pairs), fmt_ratio(g.geomean), std::to_string(g.faster), std::to_string(g.same),
-                       std::to_string(g.slower), std::to_string(g.unknown)});
-    out += render_table(grows, label_then_numbers(7), md);
+                       std::to_string(g.slower), std::to_string(g.too_few), std::to_string(g.unknown)});
+    out += render_table(grows, label_then_numbers(8), md);
   }
 
-  out += fmt::format("\n{} SLOWER verdict{}{}: exit code {}.\n", rep.slower, rep.slower == 1 ? "" : "s",
-                     rep.hidden_slower ? fmt::format(" ({} more within --threshold, not counted)", rep.hidden_slower) : "", rep.exit_code());
+  if (rep.pairs.empty())
+    out += fmt::format("\nNothing compared: {}: exit code {}.\n", rep.nothing_compared, rep.exit_code());
+  else
+    out += fmt::format("\n{} SLOWER verdict{}{}: exit code {}.\n", rep.slower, rep.slower == 1 ? "" : "s",
+                       rep.hidden_slower ? fmt::format(" ({} more within --hide-below, not counted)", rep.hidden_slower) : "", rep.exit_code());
   return out;
 }
 

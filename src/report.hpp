@@ -34,6 +34,16 @@ std::string format_ms(double ms);
 // The seeds' table: one row per version, one column per case, cells are median ms
 // ("skip", "FAIL" otherwise). Returns rows of cells, the first row being the header.
 std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& results);
+// One cell of it: median ms, "*" when not validated, "~" when the noise target was missed;
+// "FAIL", "skip" or "interrupted" for a result without a time.
+std::string summary_cell(const Result& r);
+// The lines explaining the marks the table of `results` holds ("" when none).
+std::string summary_legend(const std::vector<Result>& results);
+// A noise in percent with one decimal, "-" when unknown (NaN).
+std::string format_noise_pct(double pct);
+// What a reader must know about a result beyond its time: interrupted, noise target missed,
+// calls per sample, a clock or throttle change during sampling ("" when nothing).
+std::string result_remarks(const Result& r);
 // Median of a phase over the samples, or a negative value when the phase was not reported.
 double phase_median(const Result& r, const std::string& phase);
 // Every phase a result reported except the harness's own (build, query) and the total: the

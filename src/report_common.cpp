@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,6 +69,44 @@ std::string version_phases_text(const Result& r) {
   return s;
 }
 
+std::string summary_cell(const Result& r) {
+  if (r.interrupted) return "interrupted";
+  switch (r.status) {
+    case Status::fail: return "FAIL";
+    case Status::skip: return "skip";
+    case Status::pass: break;
+  }
+  return format_ms(r.stats.median) + (r.validated ? "" : "*") + (r.noise_target_missed ? "~" : "");
+}
+
+std::string summary_legend(const std::vector<Result>& results) {
+  bool unvalidated = false, missed = false;
+  for (const auto& r : results) {
+    unvalidated = unvalidated || (r.status == Status::pass && !r.validated);
+    missed = missed || (r.status == Status::pass && r.noise_target_missed);
+  }
+  std::string s;
+  if (unvalidated) s += "* = not validated (--no-validate).\n";
+  if (missed) s += "~ = missed its noise target: sampling stopped before the median's noise fell below the target.\n";
+  return s;
+}
+
+std::string format_noise_pct(double pct) { return std::isfinite(pct) ? fmt::format("{:.1f}", pct) : "-"; }
+
+std::string result_remarks(const Result& r) {
+  std::vector<std::string> parts;
+  if (r.interrupted) parts.push_back("interrupted");
+  if (r.noise_target_missed) parts.push_back("missed its noise target");
+  if (r.calls_per_sample > 1) parts.push_back(fmt::format("{} calls per sample", r.calls_per_sample));
+  const ClockRecord& c = r.clocks;
+  if (c.recorded() && c.changed())
+    parts.push_back(fmt::format("SM clock {:.0f} -> {:.0f} MHz, throttle {} -> {}", c.sm_clock_mhz_before, c.sm_clock_mhz_after,
+                                c.throttle_before.empty() ? "?" : c.throttle_before, c.throttle_after.empty() ? "?" : c.throttle_after));
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : "; ") + p;
+  return s;
+}
+
 std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& results) {
   std::vector<int> case_ids;
   std::vector<std::string> versions;
@@ -75,14 +114,7 @@ std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& r
   for (const auto& r : results) {
     if (std::find(case_ids.begin(), case_ids.end(), r.problem_case.id) == case_ids.end()) case_ids.push_back(r.problem_case.id);
     if (std::find(versions.begin(), versions.end(), r.version) == versions.end()) versions.push_back(r.version);
-    std::string c;
-    switch (r.status) {
-      case Status::pass: c = format_ms(r.stats.median); break;
-      case Status::fail: c = "FAIL"; break;
-      case Status::skip: c = "skip"; break;
-    }
-    if (r.status == Status::pass && !r.validated) c += "*";
-    cell[{r.version, r.problem_case.id}] = c;
+    cell[{r.version, r.problem_case.id}] = summary_cell(r);
   }
   std::sort(case_ids.begin(), case_ids.end());
   std::sort(versions.begin(), versions.end(), version_less);

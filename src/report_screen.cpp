@@ -66,8 +66,8 @@ class ScreenReporter final : public Reporter {
     if (tty_) fmt::print("\r\033[K");
     const std::string head = fmt::format("{}{} {:<4}", tty_ ? "" : fmt::format("[{}/{}] ", index_ + 1, total_), case_label(r.problem_case), r.version);
     switch (r.status) {
-      case Status::skip: fmt::print("Skip: {} {}\n", head, r.reason); break;
-      case Status::fail: fmt::print("Fail: {} {}\n", head, r.reason); break;
+      case Status::skip: fmt::print("Skip: {} {}{}\n", head, r.reason, r.interrupted ? " (interrupted)" : ""); break;
+      case Status::fail: fmt::print("Fail: {} {}{}\n", head, r.reason, r.interrupted ? " (interrupted)" : ""); break;
       case Status::pass: {
         std::string phases;
         if (r.phase_samples_ms.count("build"))
@@ -81,7 +81,9 @@ class ScreenReporter final : public Reporter {
           tail += fmt::format(" (validated {} of {} queries)", r.validation.queries_checked, r.problem_case.m);
         if (!r.path.empty()) tail += " path: " + r.path;
         if (!r.note.empty()) tail += " note: " + r.note;
-        fmt::print("Pass: {} {:>10} ms ±{:.1f}% n={}{}{}\n", head, format_ms(r.stats.median), r.stats.noise_pct, r.stats.samples,
+        const std::string remarks = result_remarks(r);
+        if (!remarks.empty()) tail += " (" + remarks + ")";
+        fmt::print("Pass: {} {:>10} ms ±{}% n={}{}{}\n", head, format_ms(r.stats.median), format_noise_pct(r.stats.median_noise_pct), r.stats.samples,
                    phases.empty() ? "" : " [" + phases.substr(1) + "]", tail);
         break;
       }
@@ -96,6 +98,7 @@ class ScreenReporter final : public Reporter {
     fmt::print("\nMedian wall time per call (ms); rows are versions, columns are cases:\n");
     const auto table = summary_table(all);
     fmt::print("{}", text_table(table, label_then_numbers(table.empty() ? 0 : table[0].size())));
+    fmt::print("{}", summary_legend(all));
     fmt::print("\n{} passed, {} failed, {} skipped\n", pass, fail, skip);
     std::fflush(stdout);
   }

@@ -15,6 +15,15 @@ namespace knn {
 enum class Status { pass, fail, skip };
 const char* to_string(Status s);
 
+// The SM clock and throttle reasons of the device a result ran on, read before its first and
+// after its last sample, as nvbench records them. 0 MHz and empty text: not recorded (no GPU).
+struct ClockRecord {
+  double sm_clock_mhz_before = 0, sm_clock_mhz_after = 0;
+  std::string throttle_before, throttle_after;  // e.g. "none", "sw_power_cap,hw_slowdown"
+  bool recorded() const { return sm_clock_mhz_before > 0 || sm_clock_mhz_after > 0 || !throttle_before.empty() || !throttle_after.empty(); }
+  bool changed() const { return sm_clock_mhz_before != sm_clock_mhz_after || throttle_before != throttle_after; }
+};
+
 struct Result {
   Case problem_case;
   std::string query_checksum, reference_checksum;
@@ -27,8 +36,12 @@ struct Result {
   HostMemory host_memory = HostMemory::pageable;
   bool validated = false;
   ValidationReport validation;
-  std::vector<double> samples_ms;  // wall time of each timed call
-  Stats stats;
+  std::vector<double> samples_ms;  // wall time per call of each sample (a sample may time several calls)
+  Stats stats;                     // of samples_ms; a result that did not pass has no time (JSON null)
+  int calls_per_sample = 1;        // calls timed together per sample, for calls near the timer's resolution
+  bool noise_target_missed = false;  // sampling stopped (time or sample limit) before the noise target
+  bool interrupted = false;          // cut short by an interrupt: not a measurement
+  ClockRecord clocks;
   std::map<std::string, std::vector<double>> phase_samples_ms;  // build, query, h2d, kernel, d2h, ...
   std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
 };

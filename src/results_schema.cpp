@@ -39,6 +39,30 @@ json validation_json(const Result& r) {
 
 json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+// A result that did not pass has no time: its statistics are null, never 0.
+json stats_json(const Result& r) {
+  const Stats& s = r.stats;
+  const bool timed = r.status == Status::pass && s.samples > 0;
+  auto ms = [timed](double v) { return timed ? json(v) : json(nullptr); };
+  return {{"samples", s.samples},
+          {"median_ms", ms(s.median)},
+          {"min_ms", ms(s.min)},
+          {"max_ms", ms(s.max)},
+          {"mean_ms", ms(s.mean)},
+          {"stdev_ms", ms(s.stdev)},
+          {"noise_pct", ms(s.noise_pct)},
+          {"median_ci_ms", timed ? json::array({ms(s.median_ci_low), ms(s.median_ci_high)}) : json(nullptr)},
+          {"median_noise_pct", ms(s.median_noise_pct)}};
+}
+
+json clocks_json(const ClockRecord& c) {
+  if (!c.recorded()) return nullptr;
+  return {{"sm_clock_mhz_before", c.sm_clock_mhz_before},
+          {"sm_clock_mhz_after", c.sm_clock_mhz_after},
+          {"throttle_before", c.throttle_before},
+          {"throttle_after", c.throttle_after}};
+}
+
 }  // namespace
 
 json result_to_json(const Result& r) {
@@ -66,9 +90,11 @@ json result_to_json(const Result& r) {
   j["host_memory"] = to_string(r.host_memory);
   j["validation"] = validation_json(r);
   j["samples_ms"] = r.samples_ms;
-  const Stats& s = r.stats;
-  j["stats"] = {{"samples", s.samples}, {"median_ms", s.median}, {"min_ms", s.min}, {"max_ms", s.max},
-                {"mean_ms", s.mean},     {"stdev_ms", s.stdev},   {"noise_pct", s.noise_pct}};
+  j["calls_per_sample"] = r.calls_per_sample;
+  j["stats"] = stats_json(r);
+  j["noise_target_missed"] = r.noise_target_missed;
+  j["interrupted"] = r.interrupted;
+  j["clocks"] = clocks_json(r.clocks);
   j["phases"] = phases_json(r.phase_samples_ms);
   json dev = json::object();
   for (const auto& [d, phases] : r.device_phase_samples_ms) dev[std::to_string(d)] = phases_json(phases);

@@ -79,6 +79,11 @@ class Fields {
     const json* v = maybe(o, key, w);
     return v ? integer(*v, w + "." + key) : fallback;
   }
+  bool opt_bool(const json& o, const char* key, const std::string& w) const {
+    const json* v = maybe(o, key, w);
+    if (v && !v->is_boolean()) fail(w + "." + key, fmt::format("expected true or false, found {}", v->type_name()));
+    return v && v->get<bool>();
+  }
   double opt_number(const json& o, const char* key, const std::string& w, double fallback) const {
     const auto it = o.find(key);
     return it == o.end() ? fallback : number(*it, w + "." + key);
@@ -130,7 +135,33 @@ Stats read_stats(const Fields& f, const json& st, const std::string& w, bool req
   s.max = f.opt_number(st, "max_ms", w, kNaN);
   s.mean = f.opt_number(st, "mean_ms", w, kNaN);
   s.stdev = f.opt_number(st, "stdev_ms", w, kNaN);
+  s.median_noise_pct = f.opt_number(st, "median_noise_pct", w, kNaN);
+  s.median_ci_low = s.median_ci_high = kNaN;
+  if (const json* ci = f.maybe(st, "median_ci_ms", w)) {
+    if (!ci->is_array() || ci->size() != 2) f.fail(w + ".median_ci_ms", fmt::format("expected [low, high], found {}", ci->dump()));
+    s.median_ci_low = f.number((*ci)[0], w + ".median_ci_ms");
+    s.median_ci_high = f.number((*ci)[1], w + ".median_ci_ms");
+  }
   return s;
+}
+
+// Files written before the robust noise existed lack it: it is a function of the raw samples, so
+// it is computed from them exactly as the writer would have; without raw samples it stays NaN.
+void complete_robust_noise(const json& st, Result& r) {
+  if (r.status != Status::pass || st.contains("median_noise_pct") || r.samples_ms.empty()) return;
+  const Stats again = summarize(r.samples_ms);
+  r.stats.median_noise_pct = again.median_noise_pct;
+  r.stats.median_ci_low = again.median_ci_low;
+  r.stats.median_ci_high = again.median_ci_high;
+}
+
+ClockRecord read_clocks(const Fields& f, const json& c, const std::string& w) {
+  ClockRecord out;
+  out.sm_clock_mhz_before = f.opt_number(c, "sm_clock_mhz_before", w, 0);
+  out.sm_clock_mhz_after = f.opt_number(c, "sm_clock_mhz_after", w, 0);
+  out.throttle_before = f.opt_string(c, "throttle_before", w);
+  out.throttle_after = f.opt_string(c, "throttle_after", w);
+  return out;
 }
 
 void read_validation(const Fields& f, const json& v, const std::string& w, Result& r) {
@@ -180,6 +211,12 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   else if (const json* st = f.maybe(j, "stats", w))
     r.stats = read_stats(f, *st, w + ".stats", false);
   if (const json* s = f.maybe(j, "samples_ms", w)) r.samples_ms = f.numbers(*s, w + ".samples_ms");
+  if (const json* st = f.maybe(j, "stats", w)) complete_robust_noise(*st, r);
+  r.calls_per_sample = int(f.opt_int(j, "calls_per_sample", w, 1));
+  if (r.calls_per_sample < 1) f.fail(w + ".calls_per_sample", fmt::format("{}, expected an integer >= 1", r.calls_per_sample));
+  r.noise_target_missed = f.opt_bool(j, "noise_target_missed", w);
+  r.interrupted = f.opt_bool(j, "interrupted", w);
+  if (const json* c = f.maybe(j, "clocks", w)) r.clocks = read_clocks(f, *c, w + ".clocks");
   if (const json* d = f.maybe(j, "devices_used", w))
     for (double x : f.numbers(*d, w + ".devices_used")) r.devices_used.push_back(int(x));
   const std::string memory = f.opt_string(j, "host_memory", w);

@@ -7,6 +7,10 @@
 
 namespace knn {
 
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}
+
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -28,12 +32,36 @@ Stats summarize(const std::vector<double>& s) {
     st.stdev = std::sqrt(acc / (s.size() - 1));
   }
   st.noise_pct = st.mean > 0 ? 100.0 * st.stdev / st.mean : 0;
+  const MedianInterval ci = median_interval(s);
+  st.median_ci_low = ci.low;
+  st.median_ci_high = ci.high;
+  st.median_noise_pct = st.median > 0 ? 100.0 * (ci.high - ci.low) / 2 / st.median : kNaN;
   return st;
+}
+
+MedianInterval median_interval(std::vector<double> v) {
+  const int n = int(v.size());
+  if (n < 3) return {kNaN, kNaN, kNaN};
+  std::sort(v.begin(), v.end());
+  // P(B ≤ k) for B ~ Binomial(n, ½), summed from k = 0 in log space (n may be thousands).
+  auto log_pmf = [n](int k) { return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) - n * std::log(2.0); };
+  int l = 1;                              // 1-based rank of the lower bound
+  double below = std::exp(log_pmf(0));    // P(B ≤ l − 1): the chance x(l) lies above the median
+  while (l + 1 <= (n + 1) / 2 && 2 * (below + std::exp(log_pmf(l))) <= 0.05) below += std::exp(log_pmf(l++));
+  return {v[std::size_t(l - 1)], v[std::size_t(n - l)], 1 - 2 * below};
+}
+
+double median_noise_pct(const std::vector<double>& samples) { return summarize(samples).median_noise_pct; }
+
+double mann_whitney_min_p(int na, int nb) {
+  if (na <= 0 || nb <= 0) return 1;
+  const double log_choose = std::lgamma(na + nb + 1.0) - std::lgamma(na + 1.0) - std::lgamma(nb + 1.0);
+  return std::min(1.0, 2 * std::exp(-log_choose));
 }
 
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
   const std::size_t na = a.size(), nb = b.size(), n = na + nb;
-  if (na == 0 || nb == 0) return std::numeric_limits<double>::quiet_NaN();
+  if (na == 0 || nb == 0) return kNaN;
   std::vector<std::pair<double, bool>> all;  // value, from a
   all.reserve(n);
   for (double x : a) all.emplace_back(x, true);

@@ -110,6 +110,13 @@ json scaled(const json& doc, double factor) {
   return d;
 }
 
+// A document holding one result.
+json single(const json& c, const std::string& version, const std::vector<double>& samples) {
+  json d = make_doc();
+  d["results"].push_back(make_result(c, version, samples));
+  return d;
+}
+
 int count_verdict(const CompareReport& rep, Verdict v) {
   return int(std::count_if(rep.pairs.begin(), rep.pairs.end(), [v](const auto& p) { return p.verdict == v; }));
 }
@@ -127,6 +134,16 @@ std::string temp_dir() {
 }
 
 void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+// Writes a.json and b.json into `dir`; returns options naming them.
+CompareOptions files_for(const std::string& dir, const json& a, const json& b) {
+  write(dir + "/a.json", a.dump(1));
+  write(dir + "/b.json", b.dump(1));
+  CompareOptions o;
+  o.file_a = dir + "/a.json";
+  o.file_b = dir + "/b.json";
+  return o;
+}
 
 }  // namespace
 
@@ -182,51 +199,97 @@ TEST(Compare, TenPercentSlowerWithOnePercentNoiseIsSlower) {
   EXPECT_EQ(back.exit_code(), 0);
 }
 
-TEST(Compare, DifferenceWithinTheLargerNoiseIsSame) {
+TEST(Compare, AChangeWithinTheNoiseIsSame) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  // A is quiet (0.5 %), B very noisy (40 %): a 7 % move is beyond the minimum effect but lies
+  // within B's median interval (about ±15 % with 40 samples).
+  const auto quiet = draw(rng, 2.0, 0.005, 40);
+  auto noisy = draw(rng, 2.0, 0.40, 40);
+  const double shift = 1.07 * knn::median_of(quiet) / knn::median_of(noisy);
+  for (double& x : noisy) x *= shift;
+  const json c = make_case(3, 3, 1, 65536), a = single(c, "v3", quiet);
+  const CompareReport rep = knn::compare_documents(a, single(c, "v3", noisy), {});
+  ASSERT_EQ(rep.pairs.size(), 1u);
+  EXPECT_NEAR(rep.pairs[0].effect_pct(), 7.0, 1e-9);
+  ASSERT_GT(rep.pairs[0].a_noise_pct + rep.pairs[0].b_noise_pct, 7.0);
+  EXPECT_EQ(rep.pairs[0].verdict, Verdict::same);
+  // Both quiet: the same 7 % is a real change.
+  auto quiet2 = draw(rng, 2.0, 0.005, 40);
+  const double shift2 = 1.07 * knn::median_of(quiet) / knn::median_of(quiet2);
+  for (double& x : quiet2) x *= shift2;
+  EXPECT_EQ(knn::compare_documents(a, single(c, "v3", quiet2), {}).pairs.at(0).verdict, Verdict::slower);
+}
+
+// The two misses: outliers inflated the stdev-based noise until 1.5x and 0.3x read SAME.
+TEST(Compare, OutliersDoNotHideALargeChangeInEitherDirection) {
   const unsigned seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   const json c = make_case(3, 3, 1, 65536);
-  json a = make_doc(), b = make_doc();
-  // A is quiet (about 0.5 %), B noisy (about 10 %): a 3 % move lies within B's noise.
-  const auto quiet = draw(rng, 2.0, 0.005, 60);
-  auto noisy = draw(rng, 2.0, 0.10, 60);
-  const double shift = 1.03 * knn::median_of(quiet) / knn::median_of(noisy);
-  for (double& x : noisy) x *= shift;
-  a["results"].push_back(make_result(c, "v3", quiet));
-  b["results"].push_back(make_result(c, "v3", noisy));
-  const CompareReport rep = knn::compare_documents(a, b, {});
-  ASSERT_EQ(rep.pairs.size(), 1u);
-  EXPECT_NEAR(rep.pairs[0].ratio, 1.03, 1e-9);
-  ASSERT_GT(rep.pairs[0].b_noise_pct, 3.0);
-  EXPECT_EQ(rep.pairs[0].verdict, Verdict::same);
-  // Both quiet: the same 3 % is a real change.
-  json b2 = make_doc();
-  auto quiet2 = draw(rng, 2.0, 0.005, 60);
-  const double shift2 = 1.03 * knn::median_of(quiet) / knn::median_of(quiet2);
-  for (double& x : quiet2) x *= shift2;
-  b2["results"].push_back(make_result(c, "v3", quiet2));
-  EXPECT_EQ(knn::compare_documents(a, b2, {}).pairs.at(0).verdict, Verdict::slower);
+  auto with_outliers = [&rng](double center) {
+    auto v = draw(rng, center, 0.03, 60);
+    for (int i = 0; i < 8; ++i) v[std::size_t(i) * 7] *= 12;  // 8 of 60 calls hit by something else
+    return v;
+  };
+  const auto base = with_outliers(1.0);
+  json a = make_doc();
+  a["results"].push_back(make_result(c, "v10", base));
+  ASSERT_GT(a["results"][0]["stats"]["noise_pct"].get<double>(), 53.0);  // the old noise: every change "within" it
+  for (const auto& [factor, expect] : std::vector<std::pair<double, Verdict>>{{1.518, Verdict::slower}, {0.307, Verdict::faster}}) {
+    json b = make_doc();
+    b["results"].push_back(make_result(c, "v10", with_outliers(factor)));
+    const CompareReport rep = knn::compare_documents(a, b, {});
+    ASSERT_EQ(rep.pairs.size(), 1u);
+    EXPECT_EQ(rep.pairs[0].verdict, expect) << "factor " << factor;
+    EXPECT_LT(*rep.pairs[0].p_value, 0.001);
+  }
 }
 
-TEST(Compare, FewerThanThreeSamplesIsUnknown) {
+// The false alarm: +0.7 % with 0.4 % noise, significant by the U test, is no regression.
+TEST(Compare, ASignificantButSmallChangeIsSame) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  const auto base = draw(rng, 4.956, 0.004, 200);
+  std::vector<double> slower = base;
+  for (double& x : slower) x *= 1.007;
+  const json c = make_case(11, 16, 1024, 1048576), a = single(c, "v4", base), b = single(c, "v4", slower);
+  const CompareReport rep = knn::compare_documents(a, b, {});
+  ASSERT_EQ(rep.pairs.size(), 1u);
+  EXPECT_LT(*rep.pairs[0].p_value, 0.01);
+  EXPECT_EQ(rep.pairs[0].verdict, Verdict::same);
+  EXPECT_EQ(rep.exit_code(), 0);
+  // Under a minimum effect of 0.5 % it counts.
+  CompareOptions strict;
+  strict.min_effect_pct = 0.5;
+  EXPECT_EQ(knn::compare_documents(a, b, strict).pairs.at(0).verdict, Verdict::slower);
+}
+
+TEST(Compare, TooFewSamplesForTheTestIsSaid) {
   const unsigned seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   const json c = make_case(11, 16, 1024, 1048576);
-  for (int few : {1, 2}) {
+  for (int few : {1, 2, 4}) {
     json a = make_doc(), b = make_doc();
-    a["results"].push_back(make_result(c, "v0", draw(rng, 5000, 0.01, 20)));
+    a["results"].push_back(make_result(c, "v0", draw(rng, 5000, 0.01, few == 4 ? 4 : 20)));
     b["results"].push_back(make_result(c, "v0", draw(rng, 10000, 0.01, few)));  // twice as slow, but too few samples
     const CompareReport rep = knn::compare_documents(a, b, {});
     ASSERT_EQ(rep.pairs.size(), 1u);
-    EXPECT_EQ(rep.pairs[0].verdict, Verdict::unknown);
-    EXPECT_FALSE(rep.pairs[0].p_value.has_value());
+    EXPECT_EQ(rep.pairs[0].verdict, Verdict::too_few) << few;
+    EXPECT_EQ(rep.pairs[0].p_value.has_value(), few >= knn::kCompareMinSamples);
     EXPECT_EQ(rep.exit_code(), 0);
-    EXPECT_NE(knn::format_compare(rep, false).find("????"), std::string::npos);
-    EXPECT_EQ(rep.geomeans.at(0).unknown, 1);
+    EXPECT_NE(knn::format_compare(rep, false).find("too few samples"), std::string::npos);
+    EXPECT_EQ(rep.geomeans.at(0).too_few, 1);
     EXPECT_EQ(rep.geomeans.at(0).pairs, 1);  // its ratio still counts
   }
+  // 5 against 5 can reach 0.01: judged.
+  json a = make_doc(), b = make_doc();
+  a["results"].push_back(make_result(c, "v0", draw(rng, 5000, 0.01, 5)));
+  b["results"].push_back(make_result(c, "v0", draw(rng, 10000, 0.01, 5)));
+  EXPECT_EQ(knn::compare_documents(a, b, {}).pairs.at(0).verdict, Verdict::slower);
 }
 
 // ---------------------------------------------------------------- what is not compared
@@ -308,24 +371,41 @@ TEST(Compare, SkippedOrFailedResultsAreListedWithTheirStatus) {
   EXPECT_EQ(rep.uncompared[0].kind, NotCompared::status);
   EXPECT_NE(rep.uncompared[0].detail.find("B skip"), std::string::npos) << rep.uncompared[0].detail;
   EXPECT_NE(rep.uncompared[1].detail.find("B fail"), std::string::npos) << rep.uncompared[1].detail;
-  EXPECT_EQ(rep.exit_code(), 0);
+  // Nothing judged: never exit 0, and say why.
+  EXPECT_EQ(rep.exit_code(), knn::kCompareExitNothingCompared);
+  EXPECT_NE(rep.nothing_compared.find("2 not passing on both sides"), std::string::npos) << rep.nothing_compared;
+  EXPECT_NE(knn::format_compare(rep, false).find("Nothing compared: "), std::string::npos);
+}
+
+TEST(Compare, InterruptedResultsAreNotCompared) {
+  std::mt19937 rng(fresh_seed());
+  const json c = make_case(5, 3, 1024, 1024);
+  json a = make_doc(), b = make_doc();
+  a["results"].push_back(make_result(c, "v3", draw(rng, 1.0, 0.01, 10)));
+  b["results"].push_back(make_result(c, "v3", draw(rng, 1.0, 0.01, 10)));
+  b["results"][0]["interrupted"] = true;
+  const CompareReport rep = knn::compare_documents(a, b, {});
+  EXPECT_TRUE(rep.pairs.empty());
+  ASSERT_EQ(rep.uncompared.size(), 1u);
+  EXPECT_NE(rep.uncompared[0].detail.find("interrupted"), std::string::npos) << rep.uncompared[0].detail;
 }
 
 // ---------------------------------------------------------------- options
 
-TEST(Compare, ThresholdHidesSmallChangesButKeepsThemInTheGeomean) {
+TEST(Compare, HideBelowHidesSmallChangesButKeepsThemInTheGeomean) {
   const unsigned seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
   const json a = random_doc(rng, 0.002);
-  json b = scaled(a, 1.03);  // 3 %: SLOWER (noise 0.2 %), but under a 5 % threshold
+  json b = scaled(a, 1.03);  // 3 %: under the minimum effect, and hidden under --hide-below 5
   for (std::size_t i = 0; i < 3; ++i) b["results"][i] = scaled(json{{"results", {a["results"][i]}}}, 1.5)["results"][0];
   CompareOptions o;
-  o.threshold_pct = 5;
+  o.hide_below_pct = 5;
   const CompareReport rep = knn::compare_documents(a, b, o);
   EXPECT_EQ(rep.hidden, int(rep.pairs.size()) - 3);
   EXPECT_EQ(rep.slower, 3);
-  EXPECT_EQ(rep.hidden_slower, int(rep.pairs.size()) - 3);
+  EXPECT_EQ(rep.hidden_slower, 0);
+  EXPECT_EQ(count_verdict(rep, Verdict::same), int(rep.pairs.size()) - 3);
   EXPECT_EQ(rep.exit_code(), 3);
   // v2 (first in the file) has 3 pairs at 1.5 and 3 hidden at 1.03.
   const double expect_v2 = std::exp((3 * std::log(1.5) + 3 * std::log(1.03)) / 6);
@@ -333,11 +413,11 @@ TEST(Compare, ThresholdHidesSmallChangesButKeepsThemInTheGeomean) {
   EXPECT_NEAR(rep.geomeans.at(1).geomean, expect_v2, 1e-9);
   EXPECT_EQ(rep.geomeans.at(1).pairs, 6);
   EXPECT_NEAR(rep.geomeans.at(0).geomean, 1.03, 1e-9);
-  // Hidden rows are not printed (the geomean table further down may well say 1.030).
+  // Hidden rows are not printed.
   const std::string text = knn::format_compare(rep, false);
   const std::string table = text.substr(0, text.find("Geometric mean"));
-  EXPECT_EQ(table.find("1.030"), std::string::npos) << table;
-  EXPECT_NE(table.find("1.500"), std::string::npos) << table;
+  EXPECT_EQ(table.find("+3.0%"), std::string::npos) << table;
+  EXPECT_NE(table.find("+50.0%"), std::string::npos) << table;
   EXPECT_NE(table.find("hidden"), std::string::npos) << table;
 }
 
@@ -371,14 +451,14 @@ TEST(Compare, VersionAndCaseFilters) {
   EXPECT_THROW(knn::compare_documents(a, b, typo), knn::CompareError);
 }
 
-TEST(Compare, ExitCodeIsCappedAt125) {
+TEST(Compare, ExitCodeIsCappedAt124) {
   const unsigned seed = fresh_seed();
   std::mt19937 rng(seed);
   json a = make_doc();
   for (int id = 0; id < 130; ++id) a["results"].push_back(make_result(make_case(id, 3, 1, 1024 + id), "v0", draw(rng, 1.0, 0.01, 5)));
   const CompareReport rep = knn::compare_documents(a, scaled(a, 1.5), {});
   EXPECT_EQ(rep.slower, 130);
-  EXPECT_EQ(rep.exit_code(), 125);
+  EXPECT_EQ(rep.exit_code(), 124);
 }
 
 TEST(Compare, DifferentDevicesAreSaidAndStillCompared) {
@@ -505,11 +585,7 @@ TEST(CompareFiles, RunCompareReturnsTheSlowerCount) {
   const json a = random_doc(rng, 0.01);
   json b = a;
   for (int i : {1, 4, 8}) b["results"][i] = scaled(json{{"results", {a["results"][i]}}}, 1.25)["results"][0];
-  write(dir + "/a.json", a.dump(1));
-  write(dir + "/b.json", b.dump(1));
-  CompareOptions o;
-  o.file_a = dir + "/a.json";
-  o.file_b = dir + "/b.json";
+  CompareOptions o = files_for(dir, a, b);
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(knn::run_compare(o), 3);
   const std::string out = ::testing::internal::GetCapturedStdout();
@@ -557,12 +633,40 @@ TEST(CompareFiles, SubcommandBindsItsFlags) {
   CLI::App app{"test", "knnbench"};
   CompareOptions o;
   CLI::App* sub = knn::add_compare_subcommand(app, o);
-  app.parse("compare base.json new.json --threshold 2.5 --version v1,v3 --case 11 --case 0,8-10 --md", false);
+  app.parse("compare base.json new.json --threshold 2.5 --alpha 0.05 --hide-below 1 --version v1,v3 --case 11 --case 0,8-10 --md", false);
   EXPECT_TRUE(sub->parsed());
   EXPECT_EQ(o.file_a, "base.json");
   EXPECT_EQ(o.file_b, "new.json");
-  EXPECT_DOUBLE_EQ(o.threshold_pct, 2.5);
+  EXPECT_DOUBLE_EQ(o.min_effect_pct, 2.5);
+  EXPECT_DOUBLE_EQ(o.alpha, 0.05);
+  EXPECT_DOUBLE_EQ(o.hide_below_pct, 1);
   EXPECT_EQ(o.versions, (std::vector<std::string>{"v1", "v3"}));
   EXPECT_EQ(o.cases, (std::vector<std::string>{"11", "0", "8-10"}));
   EXPECT_TRUE(o.markdown);
+}
+
+TEST(CompareFiles, NothingComparedIsNotASuccess) {
+  const unsigned seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::string dir = temp_dir();
+  const json a = random_doc(rng, 0.01);
+  json b = a;
+  for (auto& r : b["results"]) r = make_result(r["case"], r["version"], {}, "skip");  // B skipped everything
+  CompareOptions o = files_for(dir, a, b);
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(knn::run_compare(o), knn::kCompareExitNothingCompared);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find(fmt::format("{} not passing on both sides", kVersions.size() * kCases.size())), std::string::npos) << out;
+  EXPECT_NE(out.find("exit code 125"), std::string::npos) << out;
+  // Filters that leave one side empty say so too.
+  json only_v0 = make_doc();
+  only_v0["results"].push_back(a["results"][2 * kCases.size()]);  // v0 comes third in the file
+  write(dir + "/c.json", only_v0.dump(1));
+  o.file_b = dir + "/c.json";
+  o.versions = {"v2"};
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(knn::run_compare(o), knn::kCompareExitNothingCompared);
+  const std::string out2 = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out2.find("c.json holds no result after --version/--case"), std::string::npos) << out2;
+  std::filesystem::remove_all(dir);
 }

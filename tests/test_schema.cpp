@@ -2,10 +2,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 
+#include "report.hpp"
 #include "results_schema.hpp"
 #include "text_table.hpp"
 
@@ -88,8 +91,16 @@ TEST(ResultsSchema, ResultsReadBackAsWritten) {
     EXPECT_EQ(back.host_memory, r.host_memory);
     EXPECT_EQ(back.samples_ms, r.samples_ms);
     EXPECT_EQ(back.stats.samples, r.stats.samples);
-    EXPECT_EQ(back.stats.median, r.stats.median);
-    EXPECT_EQ(back.stats.noise_pct, r.stats.noise_pct);
+    if (status == knn::Status::pass) {
+      EXPECT_EQ(back.stats.median, r.stats.median);
+      EXPECT_EQ(back.stats.noise_pct, r.stats.noise_pct);
+      EXPECT_EQ(back.stats.median_noise_pct, r.stats.median_noise_pct);
+      EXPECT_EQ(back.stats.median_ci_low, r.stats.median_ci_low);
+    } else {  // no time: null, read back as NaN, never 0
+      EXPECT_TRUE(std::isnan(back.stats.median));
+      EXPECT_TRUE(std::isnan(back.stats.noise_pct));
+      EXPECT_TRUE(std::isnan(back.stats.median_noise_pct));
+    }
     EXPECT_EQ(back.validated, r.validated);
     EXPECT_EQ(back.validation.ties_accepted, r.validation.ties_accepted);
     EXPECT_EQ(back.validation.max_rel_error, r.validation.max_rel_error);
@@ -205,4 +216,89 @@ TEST(TextTable, MarkdownRuleFollowsTheAlignmentAndPipesAreEscaped) {
   const knn::TableRows rows{{"a", "b"}, {"x|y", "2"}};
   EXPECT_EQ(knn::markdown_table(rows, {knn::Align::left, knn::Align::right}), "| a | b |\n| --- | ---: |\n| x\\|y | 2 |\n");
   EXPECT_EQ(knn::markdown_table(rows, {}), "| a | b |\n| --- | --- |\n| x\\|y | 2 |\n");
+}
+
+// ---------------------------------------------------------------- honest records
+
+TEST(ResultsSchema, MeasurementRemarksReadBackAndOldFilesDoWithout) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  knn::Result r = random_result(rng, knn::Status::pass);
+  r.calls_per_sample = 16;
+  r.noise_target_missed = true;
+  r.clocks = {1980, 1755, "none", "sw_power_cap"};
+  json j = json::parse(knn::result_to_json(r).dump());
+  const knn::Result back = knn::result_from_json(j, "x.json", 0);
+  EXPECT_EQ(back.calls_per_sample, 16);
+  EXPECT_TRUE(back.noise_target_missed);
+  EXPECT_FALSE(back.interrupted);
+  EXPECT_EQ(back.clocks.sm_clock_mhz_after, 1755);
+  EXPECT_EQ(back.clocks.throttle_after, "sw_power_cap");
+  EXPECT_TRUE(back.clocks.changed());
+  // A file from before these fields: defaults, and the robust noise computed from the raw samples.
+  for (const char* key : {"calls_per_sample", "noise_target_missed", "interrupted", "clocks"}) j.erase(key);
+  j["stats"].erase("median_noise_pct");
+  j["stats"].erase("median_ci_ms");
+  const knn::Result old = knn::result_from_json(j, "x.json", 0);
+  EXPECT_EQ(old.calls_per_sample, 1);
+  EXPECT_FALSE(old.noise_target_missed);
+  EXPECT_FALSE(old.clocks.recorded());
+  EXPECT_EQ(old.stats.median_noise_pct, knn::summarize(r.samples_ms).median_noise_pct);
+  // Without raw samples it cannot be known: NaN, never a guess.
+  j["samples_ms"] = json::array();
+  EXPECT_TRUE(std::isnan(knn::result_from_json(j, "x.json", 0).stats.median_noise_pct));
+  j["calls_per_sample"] = 0;
+  EXPECT_THROW(knn::result_from_json(j, "x.json", 0), knn::SchemaError);
+}
+
+TEST(Reports, ResultsWithoutATimeHaveNullsAndEmptyCellsNeverZero) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  knn::RunInfo info;
+  std::vector<knn::Result> rs{random_result(rng, knn::Status::skip), random_result(rng, knn::Status::fail),
+                              random_result(rng, knn::Status::pass)};
+  rs[1].interrupted = true;
+  rs[2].noise_target_missed = true;
+  const json doc = json::parse(knn::results_to_json(info, rs).dump());
+  for (int i : {0, 1})
+    for (const char* key : {"median_ms", "min_ms", "mean_ms", "noise_pct", "median_noise_pct"})
+      EXPECT_TRUE(doc["results"][i]["stats"][key].is_null()) << i << " " << key;
+  EXPECT_FALSE(doc["results"][2]["stats"]["median_ms"].is_null());
+
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_reports_{}", seed);
+  const std::string csv = (dir / "r.csv").string(), md = (dir / "r.md").string();
+  const auto read = knn::read_results_document(doc, "r.json");
+  knn::make_csv_reporter(csv)->end(read.info, read.results);
+  knn::make_markdown_reporter(md)->end(read.info, read.results);
+  std::ifstream csv_in(csv);
+  std::string header, line;
+  std::getline(csv_in, header);
+  const auto column = [&header](const std::string& name) {
+    std::stringstream ss(header);
+    std::string cell;
+    for (int i = 0; std::getline(ss, cell, ','); ++i)
+      if (cell == name) return i;
+    return -1;
+  };
+  const int median = column("median_ms"), missed = column("noise_target_missed"), interrupted = column("interrupted");
+  ASSERT_GE(median, 0);
+  ASSERT_GE(missed, 0);
+  for (int row = 0; std::getline(csv_in, line); ++row) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    ASSERT_GT(int(cells.size()), interrupted) << line;
+    EXPECT_EQ(cells[std::size_t(median)].empty(), row < 2) << line;
+    EXPECT_EQ(cells[std::size_t(missed)], row == 2 ? "true" : "false") << line;
+    EXPECT_EQ(cells[std::size_t(interrupted)], row == 1 ? "true" : "false") << line;
+  }
+  std::stringstream md_text;
+  md_text << std::ifstream(md).rdbuf();
+  EXPECT_EQ(md_text.str().find("nan"), std::string::npos) << md_text.str();
+  EXPECT_NE(md_text.str().find("interrupted"), std::string::npos);
+  EXPECT_NE(md_text.str().find("~ = missed its noise target"), std::string::npos);
+  EXPECT_NE(knn::summary_cell(rs[2]).find('~'), std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,53 @@
+// Test-only version: v0 made slower on purpose by a knob, for the verdict test
+// (tests/test_verdicts.cpp). KNN_SLOWDOWN_PCT=P (default 0) makes every query search the first
+// P % of the references a second time, with v0's own code: more of the same work, not a sleep.
+// With P = 0 it is v0.
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "core/topk.hpp"
+
+namespace {
+
+double slowdown_pct() {
+  const char* text = std::getenv("KNN_SLOWDOWN_PCT");
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const double pct = std::strtod(text, &end);
+  if (*end || !(pct >= 0 && pct <= 100)) throw std::invalid_argument("KNN_SLOWDOWN_PCT=" + std::string(text) + ": expected a percentage in [0, 100]");
+  return pct;
+}
+
+volatile float g_sink;  // keeps the repeated searches from being optimised away
+
+void slowed_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& /*ctx*/) {
+  const int again = int(p.n * slowdown_pct() / 100);
+  knn::Problem part = p;
+  part.n = again;
+  std::vector<std::int32_t> idx(std::size_t(p.topk));
+  std::vector<float> dist(std::size_t(p.topk));
+  for (int q = 0; q < p.m; ++q) {
+    knn::bruteforce_one_query(p, q, out);
+    if (again == 0) continue;
+    part.queries = p.queries + std::size_t(q) * p.dim;
+    part.m = 1;
+    knn::bruteforce_one_query(part, 0, knn::Neighbors{idx.data(), dist.data()});
+    g_sink = dist[0];
+  }
+}
+
+knn::VersionDesc describe() {
+  knn::VersionDesc d;
+  d.id = "t7";
+  d.title = "test only: v0, slower by KNN_SLOWDOWN_PCT % more of its own work";
+  d.family = knn::Family::cpu;
+  d.make = knn::query_only(slowed_query);
+  return d;
+}
+
+}  // namespace
+
+KNN_REGISTER_VERSION(describe());
