@@ -14,6 +14,7 @@
 #include "isolate.hpp"
 #include "matrix.hpp"
 #include "report.hpp"
+#include "results_schema.hpp"
 #include "runner.hpp"
 
 #ifndef KNN_SOURCE_DIR
@@ -52,19 +53,17 @@ int list(const RunOptions& opts) {
 
 int rewrite_report(const std::string& in_path, const std::string& md, const std::string& csv) {
   if (md.empty() && csv.empty()) throw ConfigError("report: give --md FILE and/or --csv FILE");
-  std::ifstream in(in_path);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open the results file", in_path));
-  RunInfo info;
-  std::vector<Result> results;
+  // The one reader of results files: every error names the file, the result and the field.
+  ResultsDocument doc;
   try {
-    const auto doc = nlohmann::json::parse(in);
-    if (doc.value("schema_version", 0) != kResultsSchemaVersion)
-      throw ConfigError(fmt::format("{}: /schema_version: expected {}", in_path, kResultsSchemaVersion));
-    info = run_info_from_json(doc);
-    for (const auto& r : doc.at("results")) results.push_back(result_from_json(r));
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(fmt::format("{}: not a knnbench results file: {}", in_path, e.what()));
+    doc = read_results_file(in_path);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ConfigError(e.what());
   }
+  const RunInfo& info = doc.info;
+  const std::vector<Result>& results = doc.results;
   if (!md.empty()) make_markdown_reporter(md)->end(info, results);
   if (!csv.empty()) make_csv_reporter(csv)->end(info, results);
   return kExitOk;

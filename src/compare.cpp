@@ -23,7 +23,8 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kMinSamples = kCompareMinSamples;
 
 std::string params(const Case& c) {
-  return fmt::format("k={} m={} n={} topk={} {} seed={}", c.dim, c.m, c.n, c.topk, to_string(c.distribution), c.seed);
+  const std::string data = c.distribution == Distribution::integers ? fmt::format("integers<{}", c.integer_max) : to_string(c.distribution);
+  return fmt::format("k={} m={} n={} topk={}{} {} seed={}", c.dim, c.m, c.n, c.topk, c.self_join ? " self-join" : "", data, c.seed);
 }
 
 // Results pair when version, case id and case parameters agree.

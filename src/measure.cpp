@@ -47,22 +47,14 @@ std::vector<DeviceInfo> devices_of(const VersionDesc& desc, const Environment& e
 }  // namespace
 
 double relative_median_noise(std::vector<double> samples) {
-  const std::size_t n = samples.size();
+  // The noise compare judges by (stats.hpp: the distribution-free ~95 % interval of the median,
+  // half its width over the median), infinite while no interval reaches 95 % (under 6 samples),
+  // so the stopping rule never stops on a guess.
   const double inf = std::numeric_limits<double>::infinity();
-  // The distribution-free confidence interval of the median: [x(j), x(n+1-j)] (1-based, sorted)
-  // covers it with probability 1 − 2·P(Binomial(n, ½) ≤ j − 1); j is the largest with that ≥ 95 %.
-  std::size_t j = 0;
-  double cdf = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    cdf += std::exp(std::lgamma(double(n) + 1) - std::lgamma(double(i) + 1) - std::lgamma(double(n - i) + 1) - double(n) * std::log(2.0));
-    if (cdf > 0.025) break;
-    j = i + 1;
-  }
-  if (j == 0) return inf;  // fewer than 6 samples: no 95 % interval exists
-  std::sort(samples.begin(), samples.end());
-  const double median = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-  if (!(median > 0)) return inf;
-  return 0.5 * (samples[n - j] - samples[j - 1]) / median;
+  const MedianInterval ci = median_interval(samples);
+  if (!(ci.coverage >= 0.95)) return inf;
+  const double noise = median_noise_pct(samples) / 100;
+  return std::isfinite(noise) ? noise : inf;
 }
 
 int calls_per_sample(double call_ms) {
@@ -262,6 +254,7 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     r.reason = std::string("error: ") + e.what();
     return;
   }
+  copy_record(rec, r);
   if (rec.interrupted) {  // not a measurement: no time, whatever was sampled before the stop
     r.status = Status::skip;
     r.reason = skip_reason::interrupted(r.samples_ms.size());
@@ -290,6 +283,23 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     }
   }
   r.status = Status::pass;
+}
+
+void copy_record(const MeasureRecord& rec, Result& r) {
+  r.calls_per_sample = rec.calls_per_sample;
+  r.noise_target_missed = rec.noise_target_missed;
+  r.interrupted = rec.interrupted;
+  if (rec.clocks.empty()) return;
+  // One device's clocks per result: the first whose clocks moved, else the first.
+  const ClockRecord* pick = &rec.clocks.front();
+  for (const ClockRecord& c : rec.clocks)
+    if (!clock_warning(c).empty()) {
+      pick = &c;
+      break;
+    }
+  const auto mhz = [](const ClockReading& k) { return k.recorded ? double(k.sm_mhz) : 0.0; };
+  const auto why = [](const ClockReading& k) { return k.recorded ? throttle_names(k.throttle) : std::string(); };
+  r.clocks = ResultClocks{mhz(pick->before), mhz(pick->after), why(pick->before), why(pick->after)};
 }
 
 void describe_record(const MeasureRecord& rec, const MeasureOptions& opts, Result& r) {

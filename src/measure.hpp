@@ -37,6 +37,10 @@ struct MeasureRecord {
 void measure_version(const VersionDesc& desc, const Problem& problem, const Environment& env, const MeasureOptions& opts,
                      const Reference* reference, Result& r, MeasureRecord* record = nullptr);
 
+// Stores in r what the results file keeps of `rec`: batch size, missed noise target, interrupt,
+// and the clocks of one device.
+void copy_record(const MeasureRecord& rec, Result& r);
+
 // Adds to r.note what `rec` says (batches, a missed noise target, clock warnings; the last also
 // on stderr).
 void describe_record(const MeasureRecord& rec, const MeasureOptions& opts, Result& r);

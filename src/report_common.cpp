@@ -98,7 +98,7 @@ std::string result_remarks(const Result& r) {
   if (r.interrupted) parts.push_back("interrupted");
   if (r.noise_target_missed) parts.push_back("missed its noise target");
   if (r.calls_per_sample > 1) parts.push_back(fmt::format("{} calls per sample", r.calls_per_sample));
-  const ClockRecord& c = r.clocks;
+  const ResultClocks& c = r.clocks;
   if (c.recorded() && c.changed())
     parts.push_back(fmt::format("SM clock {:.0f} -> {:.0f} MHz, throttle {} -> {}", c.sm_clock_mhz_before, c.sm_clock_mhz_after,
                                 c.throttle_before.empty() ? "?" : c.throttle_before, c.throttle_after.empty() ? "?" : c.throttle_after));

@@ -108,7 +108,7 @@ class CsvReporter final : public Reporter {
       const char* val = r.status == Status::skip ? "" : !r.validated ? "off" : r.validation.pass ? "pass" : "fail";
       s += fmt::format(",{},{},{},{},{},{},{}", csv_field(version_phases_text(r)), val, r.validation.mismatches, r.validation.ties_accepted, csv_field(r.path),
                        csv_field(r.reason), csv_field(r.note));
-      const ClockRecord& k = r.clocks;
+      const ResultClocks& k = r.clocks;
       auto mhz = [&k](double v) { return k.recorded() ? fmt::format("{}", v) : std::string(); };
       s += fmt::format(",{},{},{},{},{},{},{},{}\n", t(st.median_noise_pct), r.calls_per_sample, r.noise_target_missed, r.interrupted,
                        mhz(k.sm_clock_mhz_before), mhz(k.sm_clock_mhz_after), csv_field(k.throttle_before), csv_field(k.throttle_after));

@@ -16,8 +16,10 @@ enum class Status { pass, fail, skip };
 const char* to_string(Status s);
 
 // The SM clock and throttle reasons of the device a result ran on, read before its first and
-// after its last sample, as nvbench records them. 0 MHz and empty text: not recorded (no GPU).
-struct ClockRecord {
+// after its last sample, as nvbench records them (measure.cpp reads them as clocks.hpp's
+// ClockRecord per device; a multi-GPU result keeps the device whose clocks moved, else the first).
+// 0 MHz and empty text: not recorded (no GPU, or no NVML).
+struct ResultClocks {
   double sm_clock_mhz_before = 0, sm_clock_mhz_after = 0;
   std::string throttle_before, throttle_after;  // e.g. "none", "sw_power_cap,hw_slowdown"
   bool recorded() const { return sm_clock_mhz_before > 0 || sm_clock_mhz_after > 0 || !throttle_before.empty() || !throttle_after.empty(); }
@@ -41,7 +43,7 @@ struct Result {
   int calls_per_sample = 1;        // calls timed together per sample, for calls near the timer's resolution
   bool noise_target_missed = false;  // sampling stopped (time or sample limit) before the noise target
   bool interrupted = false;          // cut short by an interrupt: not a measurement
-  ClockRecord clocks;
+  ResultClocks clocks;
   std::map<std::string, std::vector<double>> phase_samples_ms;  // build, query, h2d, kernel, d2h, ...
   std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
 };
@@ -65,6 +67,7 @@ struct RunInfo {
   // options, as they shaped the measurements
   int warmup = 0, min_samples = 0, max_samples = 0;
   double min_time_s = 0, max_time_s = 0;
+  double max_noise_pct = 0;  // --max-noise (0: no target; files from before it existed read 0)
   bool validate = true;
   int validate_queries = 0;
   HostMemory host_memory = HostMemory::pageable;

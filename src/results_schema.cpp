@@ -55,7 +55,7 @@ json stats_json(const Result& r) {
           {"median_noise_pct", ms(s.median_noise_pct)}};
 }
 
-json clocks_json(const ClockRecord& c) {
+json clocks_json(const ResultClocks& c) {
   if (!c.recorded()) return nullptr;
   return {{"sm_clock_mhz_before", c.sm_clock_mhz_before},
           {"sm_clock_mhz_after", c.sm_clock_mhz_after},
@@ -74,6 +74,9 @@ json result_to_json(const Result& r) {
                {"n", c.n},
                {"topk", c.topk},
                {"distribution", to_string(c.distribution)},
+               {"max", c.distribution == Distribution::integers ? json(c.integer_max) : json(nullptr)},
+               {"self_join", c.self_join},
+               {"validate_queries", c.validate_queries},
                {"seed", c.seed},
                {"groups", c.groups},
                {"queries_file", text_or_null(c.queries_file)},
@@ -118,7 +121,9 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
                {"argv", info.argv},
                {"complete", info.complete}};
   j["host"] = {{"hostname", info.host.hostname},   {"cpu_model", info.host.cpu_model}, {"cores", info.host.cores},
-               {"memory_bytes", info.host.memory_bytes}, {"omp_threads", info.host.omp_threads}, {"os", info.host.os}};
+               {"memory_bytes", info.host.memory_bytes}, {"omp_threads", info.host.omp_threads}, {"os", info.host.os},
+               {"omp_env", info.host.omp_env}, {"load_average", {info.host.load_1min, info.host.load_5min, info.host.load_15min}},
+               {"cpu_governor", info.host.cpu_governor}};
   json devs = json::array();
   for (std::size_t i = 0; i < info.devices.size(); ++i) {
     const auto& d = info.devices[i];
@@ -139,7 +144,8 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
   j["device_note"] = text_or_null(info.device_note);
   j["matrix"] = {{"file", info.matrix_file}, {"checksum", info.matrix_checksum}};
   j["options"] = {{"warmup", info.warmup},         {"min_samples", info.min_samples}, {"max_samples", info.max_samples}, {"min_time_s", info.min_time_s},
-                  {"max_time_s", info.max_time_s}, {"validate", info.validate}, {"validate_queries", info.validate_queries},       {"host_memory", to_string(info.host_memory)}};
+                  {"max_time_s", info.max_time_s}, {"validate", info.validate}, {"validate_queries", info.validate_queries},       {"host_memory", to_string(info.host_memory)},
+                  {"max_noise_pct", info.max_noise_pct}};
   json rs = json::array();
   for (const auto& r : results) rs.push_back(result_to_json(r));
   j["results"] = rs;

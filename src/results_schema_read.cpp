@@ -102,7 +102,15 @@ void read_case(const Fields& f, const json& c, const std::string& w, Result& r) 
   k.n = int(f.need_int(c, "n", w));
   k.topk = int(f.need_int(c, "topk", w));
   const std::string dist = f.need_string(c, "distribution", w);
-  if (!parse_distribution(dist, k.distribution)) f.fail(w + ".distribution", fmt::format("\"{}\", expected uniform, clusters or duplicates", dist));
+  if (!parse_distribution(dist, k.distribution))
+    f.fail(w + ".distribution", fmt::format("\"{}\", expected uniform, clusters, duplicates or integers", dist));
+  // Written since self-joins and integer data exist; older files hold neither.
+  if (const json* mx = f.maybe(c, "max", w); mx && !mx->is_null()) k.integer_max = std::uint32_t(f.need_int(c, "max", w));
+  if (const json* sj = f.maybe(c, "self_join", w)) {
+    if (!sj->is_boolean()) f.fail(w + ".self_join", fmt::format("expected true or false, found {}", sj->type_name()));
+    k.self_join = sj->get<bool>();
+  }
+  if (f.maybe(c, "validate_queries", w)) k.validate_queries = int(f.need_int(c, "validate_queries", w));
   const long long seed = f.need_int(c, "seed", w);
   if (seed < 0) f.fail(w + ".seed", fmt::format("{}, expected an integer >= 0", seed));
   k.seed = std::uint64_t(seed);
@@ -155,8 +163,8 @@ void complete_robust_noise(const json& st, Result& r) {
   r.stats.median_ci_high = again.median_ci_high;
 }
 
-ClockRecord read_clocks(const Fields& f, const json& c, const std::string& w) {
-  ClockRecord out;
+ResultClocks read_clocks(const Fields& f, const json& c, const std::string& w) {
+  ResultClocks out;
   out.sm_clock_mhz_before = f.opt_number(c, "sm_clock_mhz_before", w, 0);
   out.sm_clock_mhz_after = f.opt_number(c, "sm_clock_mhz_after", w, 0);
   out.throttle_before = f.opt_string(c, "throttle_before", w);
@@ -315,6 +323,16 @@ RunInfo run_info_from_json(const json& j) {
   info.host.memory_bytes = num<std::size_t>(h, "memory_bytes");
   info.host.omp_threads = num<int>(h, "omp_threads");
   info.host.os = str(h, "os");
+  info.host.omp_env = str(h, "omp_env");
+  info.host.cpu_governor = h.is_object() && h.contains("cpu_governor") ? str(h, "cpu_governor") : "unknown";
+  if (h.is_object() && h.contains("load_average") && h["load_average"].is_array() && h["load_average"].size() == 3) {
+    const json& l = h["load_average"];
+    if (l[0].is_number() && l[1].is_number() && l[2].is_number()) {
+      info.host.load_1min = l[0].get<double>();
+      info.host.load_5min = l[1].get<double>();
+      info.host.load_15min = l[2].get<double>();
+    }
+  }
   if (j.is_object() && j.contains("devices") && j["devices"].is_array())
     for (const auto& d : j["devices"]) {
       info.devices.push_back(read_device(d));
@@ -329,6 +347,7 @@ RunInfo run_info_from_json(const json& j) {
   info.max_samples = num<int>(o, "max_samples");
   info.min_time_s = num<double>(o, "min_time_s");
   info.max_time_s = num<double>(o, "max_time_s");
+  info.max_noise_pct = o.is_object() && o.contains("max_noise_pct") ? num<double>(o, "max_noise_pct") : 0;
   info.validate = flag(o, "validate", true);
   info.validate_queries = num<int>(o, "validate_queries");
   info.host_memory = str(o, "host_memory") == "pinned" ? HostMemory::pinned : HostMemory::pageable;

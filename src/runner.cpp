@@ -71,6 +71,7 @@ int run_benchmark(const RunOptions& opts) {
   info.min_samples = opts.measure.min_samples;
   info.min_time_s = opts.measure.min_time_s;
   info.max_time_s = opts.measure.max_time_s;
+  info.max_noise_pct = opts.measure.max_noise_pct;
   info.max_samples = opts.measure.max_samples;
   info.validate = opts.measure.validate;
   info.validate_queries = opts.measure.validate_queries;

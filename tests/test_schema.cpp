@@ -123,7 +123,7 @@ TEST(ResultsSchema, BadFieldsNameTheFileTheResultAndTheField) {
       {"f.json: results[0].stats.median_ms: expected a number, found string", [](json& d) { d["results"][0]["stats"]["median_ms"] = "1.0"; }},
       {"f.json: results[0].stats: missing", [](json& d) { d["results"][0].erase("stats"); }},
       {"f.json: results[1].status: \"maybe\", expected pass, fail or skip", [](json& d) { d["results"][1]["status"] = "maybe"; }},
-      {"f.json: results[2].case.distribution: \"gauss\", expected uniform, clusters or duplicates",
+      {"f.json: results[2].case.distribution: \"gauss\", expected uniform, clusters, duplicates or integers",
        [](json& d) { d["results"][2]["case"]["distribution"] = "gauss"; }},
       {"f.json: results[2].case.checksums.queries: missing", [](json& d) { d["results"][2]["case"]["checksums"].erase("queries"); }},
       {"f.json: results[2].samples_ms: expected numbers, found string", [](json& d) { d["results"][2]["samples_ms"][1] = "x"; }},
