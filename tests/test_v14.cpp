@@ -1,22 +1,34 @@
-// v14 (warp-shuffled reference tiles, top-k lists in shared memory) against v0's loop on the same
-// problem: top-k sizes around the warp width, self-joins, n not a multiple of 32, identical points,
-// integer data full of ties, k compiled in and k at run time. GPU tests (Gpu*) skip with a message
-// where no CUDA device exists; the supports() test runs on the CPU with a made-up device.
+// v14 (warp-shuffled reference tiles, top-k heaps in shared memory) against v0's loop on the same
+// problem: top-k sizes around the warp width, self-joins, n not a multiple of 32, m not a multiple
+// of 256, identical points, integer data full of ties, k compiled in and k at run time, each with 1
+// and 2 queries per thread (forced through KNN_V14_QUERIES_PER_THREAD). GPU tests (Gpu*) skip with
+// a message where no CUDA device exists; the heap itself (kernels/common/shared_topk.cuh compiles
+// for the host too), the override's errors and supports() run on the CPU.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <optional>
+#include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
+
+#include "core/order.hpp"
 
 #include "core/registry.hpp"
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
 #include "test_support.hpp"
+#include "kernels/common/shared_topk.cuh"
 
 using namespace knn;
 
@@ -75,6 +87,12 @@ std::vector<V14Case> v14_cases() {
     out.push_back(make_case(dim, 0, 1000, 5, true, Distribution::integers, 10));
     out.push_back(make_case(dim, 129, 1000, 32, false, Distribution::clusters));
   }
+  // m odd and not a multiple of 256: a thread's second query slot is partly filled, partly closed.
+  for (int m : {255, 257, 300, 511})
+    for (int topk : {1, 33, 64}) out.push_back(make_case(2, m, 1000, topk, false));
+  for (int n : {257, 300})
+    for (int topk : {1, 32, 64}) out.push_back(make_case(2, 0, n, topk, true));
+  out.push_back(make_case(5, 0, 300, 7, true, Distribution::integers, 3));
   // Seed 002's small cities case (issue 17's case 201).
   out.push_back(make_case(2, 0, 8192, 32, true));
   return out;
@@ -110,50 +128,113 @@ struct Answers {
 
 const VersionDesc* find_v14() { return Registry::instance().find("v14"); }
 
-class GpuV14 : public ::testing::TestWithParam<V14Case> {};
+// Sets KNN_V14_QUERIES_PER_THREAD for one scope (unset when `value` is empty), then restores it.
+class ScopedQpt {
+ public:
+  explicit ScopedQpt(const std::string& value) {
+    if (const char* old = std::getenv(kName)) old_ = old;
+    if (value.empty())
+      unsetenv(kName);
+    else
+      setenv(kName, value.c_str(), 1);
+  }
+  ~ScopedQpt() {
+    if (old_)
+      setenv(kName, old_->c_str(), 1);
+    else
+      unsetenv(kName);
+  }
+  ScopedQpt(const ScopedQpt&) = delete;
+  ScopedQpt& operator=(const ScopedQpt&) = delete;
+  static constexpr const char* kName = "KNN_V14_QUERIES_PER_THREAD";
 
-TEST_P(GpuV14, MatchesV0) {
+ private:
+  std::optional<std::string> old_;
+};
+
+// Runs v14 on the case and checks the queries in `rows` (every one when empty) against v0's loop:
+// distances bit for bit, indices equal or tied at exactly the same distance. Returns ctx.path.
+std::string check_against_v0(const V14Case& c, const std::vector<int>& rows = {}) {
   const auto& disc = discovery();
-  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   const VersionDesc* v = find_v14();
-  ASSERT_NE(v, nullptr) << "v14 is not registered in a build that found a CUDA device";
-  const V14Case& c = GetParam();
+  EXPECT_NE(v, nullptr) << "v14 is not registered in a build that found a CUDA device";
+  if (v == nullptr) return {};
   const Points pts(c);
   const Problem& p = pts.problem;
   Environment env;
   env.devices = {disc.devices[0]};
-  if (const auto reason = v->supports(p, env)) FAIL() << "v14 skipped " << c.name << ": " << *reason;
+  if (const auto reason = v->supports(p, env)) {
+    ADD_FAILURE() << "v14 skipped " << c.name << ": " << *reason;
+    return {};
+  }
+  std::vector<int> checked = rows;
+  if (checked.empty())
+    for (int q = 0; q < p.m; ++q) checked.push_back(q);
 
   Answers want(p), got(p);
-  for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, want.view());
+  for (int q : checked) bruteforce_one_query(p, q, want.view());
   TimingSink timing;
   RunContext ctx{timing, env, {}, {}};
   v->make()->query(p, got.view(), ctx);
 
   EXPECT_EQ(ctx.devices_used, std::vector<int>{disc.devices[0].ordinal});
   for (const char* phase : {"h2d", "kernel", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
-  for (int q = 0; q < p.m; ++q) {
+  for (int q : checked) {
     std::set<std::int32_t> seen;
     for (int s = 0; s < p.topk; ++s) {
       const std::size_t at = std::size_t(q) * p.topk + s;
       const std::int32_t gi = got.indices[at], wi = want.indices[at];
       const float gd = got.distances[at], wd = want.distances[at];
       // Distances are v0's float arithmetic bit for bit (+inf for an unfilled slot).
-      ASSERT_EQ(gd, wd) << c.name << " query " << q << " rank " << s;
+      EXPECT_EQ(gd, wd) << c.name << " query " << q << " rank " << s;
+      if (gd != wd) return ctx.path;
       if (gi == wi) continue;
       // The tie rule: another index at exactly the same true distance.
-      ASSERT_GE(gi, 0) << c.name << " query " << q << " rank " << s << ": v0 has " << wi;
-      ASSERT_LT(gi, p.n) << c.name << " query " << q << " rank " << s;
-      ASSERT_FALSE(p.self_join && gi == q) << c.name << ": query " << q << " answered itself at rank " << s;
-      ASSERT_TRUE(seen.insert(gi).second) << c.name << ": query " << q << " lists " << gi << " twice";
-      EXPECT_EQ(squared_distance(p.queries + std::size_t(q) * p.dim, p.references + std::size_t(gi) * p.dim, p.dim), wd)
-          << c.name << " query " << q << " rank " << s << ": index " << gi << " instead of " << wi;
+      const bool ok = gi >= 0 && gi < p.n && !(p.self_join && gi == q) && seen.insert(gi).second &&
+                      squared_distance(p.queries + std::size_t(q) * p.dim, p.references + std::size_t(gi) * p.dim,
+                                       p.dim) == wd;
+      EXPECT_TRUE(ok) << c.name << " query " << q << " rank " << s << ": index " << gi << " instead of " << wi
+                      << " (out of range, the query itself, listed twice or not at v0's distance)";
+      if (!ok) return ctx.path;
     }
   }
+  return ctx.path;
 }
 
-INSTANTIATE_TEST_SUITE_P(Gpu, GpuV14, ::testing::ValuesIn(v14_cases()),
-                         [](const ::testing::TestParamInfo<V14Case>& i) { return i.param.name; });
+class GpuV14 : public ::testing::TestWithParam<std::tuple<V14Case, int>> {};
+
+TEST_P(GpuV14, MatchesV0) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const auto& [c, qpt] = GetParam();
+  const ScopedQpt forced(std::to_string(qpt));
+  const std::string path = check_against_v0(c);
+  EXPECT_NE(path.find(fmt::format("{} quer{} per thread (set by KNN_V14_QUERIES_PER_THREAD={}", qpt,
+                                  qpt == 1 ? "y" : "ies", qpt)),
+            std::string::npos)
+      << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuV14, ::testing::Combine(::testing::ValuesIn(v14_cases()), ::testing::Values(1, 2)),
+                         [](const ::testing::TestParamInfo<std::tuple<V14Case, int>>& i) {
+                           return fmt::format("{}_qpt{}", std::get<0>(i.param).name, std::get<1>(i.param));
+                         });
+
+// Without the override the choice follows the problem and the device: 2 queries per thread once m
+// reaches 4 blocks of 256 queries per SM, 1 below (sampled rows checked against v0).
+TEST(GpuV14Choice, TwoQueriesPerThreadOnlyWhereTheyFillTheGpu) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const ScopedQpt automatic("");
+  const int fill = 4 * disc.devices[0].sm_count * 256;
+  std::vector<int> rows;
+  for (int q = 0; q < fill; q += 997) rows.push_back(q);
+  rows.push_back(fill - 1);
+  const std::string big = check_against_v0(make_case(2, fill, 200, 8, false), rows);
+  EXPECT_NE(big.find("2 queries per thread (m = "), std::string::npos) << big;
+  const std::string small = check_against_v0(make_case(2, fill - 1, 200, 8, false), rows);
+  EXPECT_NE(small.find("1 query per thread (m = "), std::string::npos) << small;
+}
 
 // The same problem through the harness's own measurement and validation path.
 TEST(GpuV14Harness, PassesTheRunnersValidation) {
@@ -196,6 +277,71 @@ TEST(V14Supports, SkipsTopkOverTheSharedMemoryLimitWithTheNumbers) {
   EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
   p.topk = 228;
   EXPECT_TRUE(v->supports(p, env).has_value());
+}
+
+// The shared-memory heap, run on the host: streams of (distance, increasing index) with many exact
+// ties, NaN and +inf, interleaved with other threads' slots (stride 3), against sorting the whole
+// stream in knn::before order; unfilled slots read (+inf, -1).
+TEST(V14SharedTopK, KeepsTheBestTopkInV0sOrder) {
+  std::mt19937 rng(1417);
+  for (int topk : {1, 2, 3, 5, 7, 31, 32, 33, 64}) {
+    for (int len : {0, 1, topk - 1, topk, topk + 1, 10 * topk + 3, 500}) {
+      if (len < 0) continue;
+      const int stride = 3, lane = 1;
+      std::vector<float> dist(std::size_t(topk) * stride, -5.f);
+      std::vector<std::int32_t> idx(std::size_t(topk) * stride, -5);
+      gpu::SharedTopK list(dist.data() + lane, idx.data() + lane, stride, topk);
+      list.clear();
+      std::vector<std::pair<float, std::int32_t>> stream;
+      std::uniform_int_distribution<int> level(0, 12);
+      for (int i = 0; i < len; ++i) {
+        const int l = level(rng);
+        const float d = l == 11 ? std::numeric_limits<float>::quiet_NaN()
+                                : (l == 12 ? std::numeric_limits<float>::infinity() : float(l) * 0.25f);
+        list.offer_ascending(d, i);
+        if (d == d && d != std::numeric_limits<float>::infinity()) stream.emplace_back(d, i);
+      }
+      std::sort(stream.begin(), stream.end(),
+                [](const auto& a, const auto& b) { return before(a.first, a.second, b.first, b.second); });
+      std::vector<std::int32_t> got_i(topk, -9);
+      std::vector<float> got_d(topk, -9.f);
+      list.store(got_i.data(), got_d.data());
+      for (int s = 0; s < topk; ++s) {
+        const bool filled = s < int(stream.size());
+        EXPECT_EQ(got_d[s], filled ? stream[s].first : std::numeric_limits<float>::infinity())
+            << "topk " << topk << " length " << len << " rank " << s;
+        EXPECT_EQ(got_i[s], filled ? stream[s].second : -1) << "topk " << topk << " length " << len << " rank " << s;
+      }
+      for (int s = 0; s < topk; ++s)  // the other threads' slots are untouched
+        for (int t : {0, 2}) EXPECT_EQ(idx[std::size_t(s) * stride + t], -5) << "slot " << s << " thread " << t;
+    }
+  }
+}
+
+// The override accepts 1 or 2 only; anything else fails the call naming the variable and the value
+// (before any device work, so this runs on the CPU with a made-up device).
+TEST(V14Override, RejectsAnythingButOneOrTwo) {
+  const VersionDesc* v = find_v14();
+  if (v == nullptr) GTEST_SKIP() << "v14 is built only with CUDA: not registered in this build";
+  std::vector<float> points(2 * 10, 0.5f);
+  Problem p{2, 10, 10, 3, points.data(), points.data()};
+  Answers out(p);
+  DeviceInfo fake;
+  fake.ordinal = 0;
+  Environment env;
+  env.devices = {fake};
+  for (const char* bad : {"3", "0", "two", "2 ", "-1"}) {
+    const ScopedQpt forced(bad);
+    TimingSink timing;
+    RunContext ctx{timing, env, {}, {}};
+    try {
+      v->make()->query(p, out.view(), ctx);
+      ADD_FAILURE() << "KNN_V14_QUERIES_PER_THREAD=" << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("KNN_V14_QUERIES_PER_THREAD = '{}'", bad)), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(V14Supports, AnswersSelfJoinsAndSaysWhatItAllocates) {
