@@ -39,14 +39,17 @@ int list(const RunOptions& opts) {
     fmt::print("  {:<4} {:<9} {:<17} {}\n", v.id, to_string(v.family), gpu_need(v.gpus), v.title);
   const Matrix mx = load_matrix(opts.config);
   fmt::print("\nCases in {} (k = dimension, m = queries, n = references, topk = neighbours):\n", mx.file);
-  fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<11} {:>10}  groups\n", "id", "k", "m", "n", "topk", "data", "seed");
+  fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<14} {:>10}  groups\n", "id", "k", "m", "n", "topk", "data", "seed");
   for (const auto& c : mx.cases) {
     std::string groups;
     for (const auto& g : c.groups) groups += (groups.empty() ? "" : ",") + g;
     std::string files;
     if (!c.queries_file.empty()) files += "  queries: " + c.queries_file;
     if (!c.references_file.empty()) files += "  references: " + c.references_file;
-    fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<11} {:>10}  {}{}\n", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), c.seed, groups, files);
+    // "integers<100" names the bound; a self-join says so where m would be.
+    const std::string data = c.distribution == Distribution::integers ? fmt::format("integers<{}", c.integer_max) : to_string(c.distribution);
+    const std::string m = c.self_join ? "self" : std::to_string(c.m);
+    fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<14} {:>10}  {}{}\n", c.id, c.dim, m, c.n, c.topk, data, c.seed, groups, files);
   }
   return kExitOk;
 }
