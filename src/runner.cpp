@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <csignal>
 #include <optional>
 
@@ -57,6 +59,13 @@ int run_benchmark(const RunOptions& opts) {
   else if (opts.host_memory == "pageable") wanted_memory = HostMemory::pageable;
   else throw ConfigError(fmt::format("--host-memory {}: expected pinned or pageable", opts.host_memory));
 
+  if (!opts.measure.dump_answers.empty()) {  // an unusable folder stops the run before anything is measured
+    std::error_code ec;
+    std::filesystem::create_directories(opts.measure.dump_answers, ec);
+    if (ec || !std::filesystem::is_directory(opts.measure.dump_answers))
+      throw ConfigError(fmt::format("--dump-answers {}: cannot create the folder ({})", opts.measure.dump_answers,
+                                    ec ? ec.message() : "not a directory"));
+  }
   Matrix mx = load_matrix(opts.config);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   const auto versions = select_versions(opts.version_specs);

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -159,4 +161,37 @@ TEST(Cli, ReportRewritesAResultsFileAsMarkdownAndCsv) {
   EXPECT_GT(std::filesystem::file_size(csv), 50u);
   EXPECT_EQ(run(KNN_BINARY, "report /nonexistent.json --md " + md).code, 2);
   EXPECT_EQ(run(KNN_BINARY, "report " + md + " --md " + md).code, 2);  // not JSON
+}
+
+// --dump-answers: v0's answer on a self-join case as two .npy files whose header, shape and rows
+// agree with the reference loop; an unusable folder is exit 2 before anything is measured.
+TEST(Cli, DumpAnswersWritesNpyFilesAUserCanCheck) {
+  const std::string matrix = tmp_path("sj.json"), dir = tmp_path("answers");
+  std::ofstream(matrix) << R"({"schema_version": 1, "cases": [{"id": 5, "k": 3, "n": 40, "topk": 4, "self_join": true,
+    "distribution": "integers", "max": 4}]})";
+  const auto r = run(KNN_BINARY, "--config " + matrix + " --version v0" + kFast + " --json " + tmp_path("sj-out.json") +
+                                      " --dump-answers " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream idx(dir + "/case5-v0-indices.npy", std::ios::binary), dist(dir + "/case5-v0-distances.npy", std::ios::binary);
+  ASSERT_TRUE(idx && dist) << r.out;
+  std::string head(10, '\0');
+  idx.read(head.data(), 10);
+  ASSERT_EQ(head.substr(0, 6), "\x93NUMPY");
+  const std::size_t hlen = std::size_t(static_cast<unsigned char>(head[8])) | std::size_t(static_cast<unsigned char>(head[9])) << 8;
+  EXPECT_EQ((10 + hlen) % 64, 0u);
+  std::string header(hlen, '\0');
+  idx.read(header.data(), std::streamsize(hlen));
+  EXPECT_NE(header.find("'descr': '<i4'"), std::string::npos) << header;
+  EXPECT_NE(header.find("'shape': (40, 4)"), std::string::npos) << header;
+  std::vector<std::int32_t> rows(40 * 4);
+  idx.read(reinterpret_cast<char*>(rows.data()), std::streamsize(rows.size() * 4));
+  ASSERT_TRUE(idx) << "the indices file is shorter than its shape";
+  for (int q = 0; q < 40; ++q)
+    for (int j = 0; j < 4; ++j) {
+      const std::int32_t i = rows[std::size_t(q) * 4 + j];
+      EXPECT_TRUE(i >= 0 && i < 40 && i != q) << "point " << q << " slot " << j << ": " << i;
+    }
+  const auto bad = run(KNN_BINARY, "--config " + matrix + " --version v0" + kFast + " --dump-answers /proc/no-such/dir");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--dump-answers /proc/no-such/dir"), std::string::npos) << bad.out;
 }
