@@ -14,6 +14,7 @@
 #include "isolate.hpp"
 #include "matrix.hpp"
 #include "report.hpp"
+#include "output_file.hpp"
 #include "results_schema.hpp"
 #include "runner.hpp"
 
@@ -56,6 +57,7 @@ int list(const RunOptions& opts) {
 
 int rewrite_report(const std::string& in_path, const std::string& md, const std::string& csv) {
   if (md.empty() && csv.empty()) throw ConfigError("report: give --md FILE and/or --csv FILE");
+  refuse_same_files({{"report", in_path}, {"--md", md}, {"--csv", csv}});
   // The one reader of results files: every error names the file, the result and the field.
   ResultsDocument doc;
   try {

@@ -26,7 +26,8 @@ std::unique_ptr<Reporter> make_json_reporter(std::string path);
 std::unique_ptr<Reporter> make_markdown_reporter(std::string path);
 std::unique_ptr<Reporter> make_csv_reporter(std::string path);
 
-// Writes `content` to `path` through a temporary file and rename(2); creates parent folders.
+// Writes `content` to `path` safely (output_file.hpp: "-" is stdout, devices and FIFOs are written
+// through, symlinks followed, regular files replaced through a temporary and rename(2)).
 void write_file_atomically(const std::string& path, const std::string& content);
 
 // Text helpers shared by the screen and markdown reporters.

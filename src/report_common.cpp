@@ -11,6 +11,7 @@
 
 #include "core/errors.hpp"
 #include "core/registry.hpp"
+#include "output_file.hpp"
 #include "report.hpp"
 #include "selection.hpp"
 
@@ -25,23 +26,7 @@ const char* to_string(Status s) {
   return "?";
 }
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ConfigError(fmt::format("{}: cannot write", tmp));
-    out << content;
-    out.flush();
-    if (!out) throw ConfigError(fmt::format("{}: write failed", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw ConfigError(fmt::format("{}: cannot rename {} into place", path, tmp));
-  }
-}
+void write_file_atomically(const std::string& path, const std::string& content) { write_output_file(path, content); }
 
 std::string format_ms(double ms) {
   if (ms >= 100) return fmt::format("{:.1f}", ms);

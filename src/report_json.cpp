@@ -1,4 +1,5 @@
 // The JSON reporter: the results schema (results_schema.cpp), rewritten after every result.
+#include "output_file.hpp"
 #include "report.hpp"
 
 namespace knn {
@@ -7,8 +8,14 @@ namespace {
 class JsonReporter final : public Reporter {
  public:
   explicit JsonReporter(std::string path) : path_(std::move(path)) {}
-  void begin(const RunInfo& info) override { write(info, {}); }
-  void result(const RunInfo& info, const std::vector<Result>& all) override { write(info, all); }
+  // A file is rewritten after every result (an interrupted run keeps what finished); a stream
+  // ("-", a device, a FIFO) gets the document once, at the end.
+  void begin(const RunInfo& info) override {
+    if (rewritable_output(path_)) write(info, {});
+  }
+  void result(const RunInfo& info, const std::vector<Result>& all) override {
+    if (rewritable_output(path_)) write(info, all);
+  }
   void end(const RunInfo& info, const std::vector<Result>& all) override { write(info, all); }
 
  private:

@@ -12,6 +12,7 @@
 #include "datafile.hpp"
 #include "devices.hpp"
 #include "host_memory.hpp"
+#include "output_file.hpp"
 #include "interrupt.hpp"
 #include "isolate.hpp"
 #include "measure.hpp"
@@ -59,6 +60,7 @@ int run_benchmark(const RunOptions& opts) {
   else if (opts.host_memory == "pageable") wanted_memory = HostMemory::pageable;
   else throw ConfigError(fmt::format("--host-memory {}: expected pinned or pageable", opts.host_memory));
 
+  refuse_same_files({{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}, {"--config", opts.config}});
   if (!opts.measure.dump_answers.empty()) {  // an unusable folder stops the run before anything is measured
     std::error_code ec;
     std::filesystem::create_directories(opts.measure.dump_answers, ec);

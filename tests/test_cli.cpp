@@ -195,3 +195,18 @@ TEST(Cli, DumpAnswersWritesNpyFilesAUserCanCheck) {
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("--dump-answers /proc/no-such/dir"), std::string::npos) << bad.out;
 }
+
+// "-" is standard output for report's --md; a report that would overwrite its own input is refused.
+TEST(Cli, ReportToStdoutAndNeverOverItsInput) {
+  const std::string json = tmp_path("stdout-run.json");
+  ASSERT_EQ(run(KNN_BINARY, kConfig + " --case 0 --version v0" + kFast + " --json " + json).code, 0);
+  const auto md = run(KNN_BINARY, "report " + json + " --md -");
+  EXPECT_EQ(md.code, 0) << md.out;
+  EXPECT_NE(md.out.find("| v0 "), std::string::npos) << md.out;
+  EXPECT_FALSE(std::filesystem::exists("-")) << "a file named '-' was created";
+  const auto same = run(KNN_BINARY, "report " + json + " --md " + json);
+  EXPECT_EQ(same.code, 2) << same.out;
+  EXPECT_NE(same.out.find("are the same file"), std::string::npos) << same.out;
+  std::ifstream in(json);
+  EXPECT_NO_THROW((void)nlohmann::json::parse(in)) << "the input was overwritten";
+}

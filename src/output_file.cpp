@@ -1,0 +1,113 @@
+#include "output_file.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "core/errors.hpp"
+
+namespace knn {
+namespace {
+
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what, int err) {
+  throw ConfigError(fmt::format("{}: {} ({})", path, what, std::strerror(err)));
+}
+
+// Writes all of `content` to `fd`, every write checked (a full device says ENOSPC here).
+void write_all(int fd, const std::string& content, const std::string& path) {
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(path, "write failed", n < 0 ? errno : EIO);
+    done += std::size_t(n);
+  }
+}
+
+// The path to write: a symlink's final target (so the link stays a link), else the path itself.
+std::string resolve(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
+  const fs::path target = fs::weakly_canonical(fs::path(path), ec);
+  if (ec) fail(path, "cannot follow the symbolic link", ec.value());
+  return target.string();
+}
+
+}  // namespace
+
+bool rewritable_output(const std::string& path) {
+  if (path == "-") return false;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return true;  // new file (or an error the write will name)
+  return S_ISREG(st.st_mode);
+}
+
+void write_output_file(const std::string& path, const std::string& content) {
+  if (path == "-") {
+    write_all(STDOUT_FILENO, content, "standard output");
+    return;
+  }
+  const std::string target = resolve(path);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {  // write through; never replace the node
+      const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd < 0) fail(path, "cannot open for writing", errno);
+      try {
+        write_all(fd, content, path);
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+      if (::close(fd) != 0) fail(path, "write failed", errno);
+      return;
+    }
+    const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" : S_ISBLK(st.st_mode) ? "a block device" : "not a regular file";
+    throw ConfigError(fmt::format("{}: is {}: expected a file to write", path, kind));
+  }
+  const fs::path where(target);
+  if (where.has_parent_path()) {
+    std::error_code ec;
+    fs::create_directories(where.parent_path(), ec);
+    if (ec) fail(path, fmt::format("cannot create the folder {}", where.parent_path().string()), ec.value());
+  }
+  const std::string tmp = target + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(path, fmt::format("cannot create the temporary {}", tmp), errno);
+  try {
+    write_all(fd, content, path);
+    if (::close(fd) != 0) fail(path, "write failed", errno);
+  } catch (...) {
+    ::close(fd);  // a second close of a closed fd only fails with EBADF
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail(path, fmt::format("cannot rename {} into place", tmp), err);
+  }
+}
+
+void refuse_same_files(const std::vector<std::pair<std::string, std::string>>& named) {
+  std::error_code ec;
+  for (std::size_t i = 0; i < named.size(); ++i)
+    for (std::size_t j = i + 1; j < named.size(); ++j) {
+      const std::string& a = named[i].second;
+      const std::string& b = named[j].second;
+      if (a.empty() || b.empty() || a == "-" || b == "-") continue;
+      const bool same = fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec) || fs::equivalent(a, b, ec);
+      if (same)
+        throw ConfigError(fmt::format("{} {} and {} {} are the same file: one would replace the other", named[i].first, a,
+                                      named[j].first, b));
+    }
+}
+
+}  // namespace knn
