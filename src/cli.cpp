@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -102,7 +104,20 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "After --min-samples and --min-time, sample until the noise of the median is at most this many percent "
                  "(or a limit is reached, which the result records); 0 = no noise target")
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "Override every case's data seed");
+  // A seed is a whole number in [0, 2^64): CLI11 would clamp -1, 2^64 and 1e23 to the largest seed.
+  app.add_option_function<std::string>(
+      "--seed",
+      [&o](const std::string& text) {
+        const bool digits = !text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        char* end = nullptr;
+        const unsigned long long v = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
+        if (!digits || errno == ERANGE || *end != '\0')
+          throw ConfigError(fmt::format("--seed {}: expected a whole number from 0 to 18446744073709551615", text));
+        o.seed = std::uint64_t(v);
+      },
+      "Override every case's data seed (0 to 2^64 - 1)")
+      ->type_name("UINT");
   app.add_option("--json", o.json_path, "Results JSON (default results/local/<host>-<utc>.json)");
   app.add_option("--md", o.md_path, "Also write a markdown report");
   app.add_option("--csv", o.csv_path, "Also write a CSV table");

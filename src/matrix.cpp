@@ -247,6 +247,13 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
 }
 
 Matrix load_matrix(const std::string& path) {
+  // A directory or a FIFO is no matrix: say so instead of a size of 2^63 - 1 bytes or a read that
+  // waits forever for a writer.
+  std::error_code ec;
+  const auto kind = std::filesystem::status(path, ec).type();
+  if (kind == std::filesystem::file_type::directory) throw ConfigError(fmt::format("{}: is a directory: expected a matrix file", path));
+  if (kind != std::filesystem::file_type::regular && kind != std::filesystem::file_type::not_found && !ec)
+    throw ConfigError(fmt::format("{}: not a regular file (a FIFO, socket or device): expected a matrix file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("{}: cannot open the matrix file", path));
   in.seekg(0, std::ios::end);

@@ -190,8 +190,10 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     const double target = opts.max_noise_pct / 100;
     bool measured = false, settled = false;
     double fastest = std::numeric_limits<double>::infinity();
-    for (int w = 0; w < opts.warmup && !stop_requested(); ++w) {
+    double warm_ms = 0;  // warm-up shares the --max-time budget: a huge --warmup cannot run forever
+    for (int w = 0; w < opts.warmup && !stop_requested() && warm_ms <= max_ms; ++w) {
       const double ms = call(false, 1);
+      warm_ms += ms;
       if (ms > max_ms) {
         // A single call over the whole budget: measure it once more would double a long run.
         // Keep the warm-up call as the one sample and say so.

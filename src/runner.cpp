@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include <cmath>
 #include <csignal>
 #include <optional>
 
@@ -54,7 +55,20 @@ int run_benchmark(const RunOptions& opts) {
     throw ConfigError(fmt::format("--max-samples {}: expected at least --min-samples {}", opts.measure.max_samples, opts.measure.min_samples));
   if (!(opts.measure.max_noise_pct >= 0))
     throw ConfigError(fmt::format("--max-noise {}: expected a percentage ≥ 0", opts.measure.max_noise_pct));
-  if (!(opts.measure.min_time_s >= 0)) throw ConfigError(fmt::format("--min-time {}: expected seconds ≥ 0", opts.measure.min_time_s));
+  if (!(opts.measure.min_time_s >= 0) || !std::isfinite(opts.measure.min_time_s))
+    throw ConfigError(fmt::format("--min-time {}: expected a finite number of seconds ≥ 0", opts.measure.min_time_s));
+  if (!std::isfinite(opts.measure.max_time_s))
+    throw ConfigError(fmt::format("--max-time {}: expected a finite number of seconds > 0", opts.measure.max_time_s));
+  if (!std::isfinite(opts.measure.max_noise_pct))
+    throw ConfigError(fmt::format("--max-noise {}: expected a finite percentage ≥ 0", opts.measure.max_noise_pct));
+  if (opts.measure.validate_queries < 0)
+    throw ConfigError(fmt::format("--validate-queries {}: expected 0 (every query) or a positive count", opts.measure.validate_queries));
+  // An empty item ("--case ''", "--version ''") selects nothing: it is a mistake, not "everything".
+  for (const auto& [flag, items] : {std::pair{"--case", &opts.case_specs}, std::pair{"--version", &opts.version_specs},
+                                     std::pair{"--group", &opts.groups}})
+    for (const std::string& item : *items)
+      if (item.find_first_not_of(", ") == std::string::npos)
+        throw ConfigError(fmt::format("{} '{}': expected ids or names, not an empty value", flag, item));
   HostMemory wanted_memory;
   if (opts.host_memory == "pinned") wanted_memory = HostMemory::pinned;
   else if (opts.host_memory == "pageable") wanted_memory = HostMemory::pageable;
@@ -192,8 +206,10 @@ int run_benchmark(const RunOptions& opts) {
   for (auto& rep : reporters) rep->end(info, results);
   if (!opts.quiet && !opts.isolated_child) fmt::print("Results: {}\n", json_path);
   if (stop_requested()) {
-    fmt::print(stderr, "knnbench: interrupted; {} finished results saved in {}\n", results.size(), json_path);
-    return 128 + SIGINT;
+    const int sig = stop_signal() ? stop_signal() : SIGINT;
+    fmt::print(stderr, "knnbench: {}; {} finished results saved in {}\n", sig == SIGTERM ? "terminated" : "interrupted",
+               results.size(), json_path);
+    return 128 + sig;  // 130 after Ctrl-C, 143 after SIGTERM, as shells report them
   }
   return any_fail ? kExitValidationFailed : kExitOk;
 }

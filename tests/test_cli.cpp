@@ -1,5 +1,6 @@
 // End-to-end tests of the knnbench binary: exit codes, messages, results files.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -209,4 +210,40 @@ TEST(Cli, ReportToStdoutAndNeverOverItsInput) {
   EXPECT_NE(same.out.find("are the same file"), std::string::npos) << same.out;
   std::ifstream in(json);
   EXPECT_NO_THROW((void)nlohmann::json::parse(in)) << "the input was overwritten";
+}
+
+// Values that used to be clamped or taken as "everything", and a matrix path that is no file: each
+// is exit 2 naming the flag (or file) and the value.
+TEST(Cli, ClampedOrEmptyValuesAndNonFilesAreRefused) {
+  struct Bad {
+    std::string args, expect;
+  };
+  const std::string fifo = tmp_path("matrix.fifo");
+  std::filesystem::remove(fifo);
+  const bool have_fifo = ::mkfifo(fifo.c_str(), 0600) == 0;
+  std::vector<Bad> bad = {
+      {"--seed -1", "--seed -1: expected a whole number"},
+      {"--seed 18446744073709551616", "--seed 18446744073709551616: expected a whole number"},
+      {"--seed 1e23", "--seed 1e23: expected a whole number"},
+      {"--validate-queries -1", "--validate-queries -1"},
+      {"--case ''", "--case '': expected ids"},
+      {"--version ''", "--version '': expected ids"},
+      {"--min-time inf", "--min-time inf"},
+      {"--max-time inf", "--max-time inf"},
+  };
+  for (const Bad& b : bad) {
+    const auto r = run(KNN_BINARY, kConfig + " " + b.args);
+    EXPECT_EQ(r.code, 2) << b.args << ": " << r.out;
+    EXPECT_NE(r.out.find(b.expect), std::string::npos) << b.args << ": " << r.out;
+  }
+  const auto dir = run(KNN_BINARY, "--config " + std::filesystem::temp_directory_path().string());
+  EXPECT_EQ(dir.code, 2) << dir.out;
+  EXPECT_NE(dir.out.find("is a directory"), std::string::npos) << dir.out;
+  if (have_fifo) {  // must not wait for a writer
+    const auto f = run("timeout 10 " + std::string(KNN_BINARY), "--config " + fifo);
+    EXPECT_EQ(f.code, 2) << f.out;
+    EXPECT_NE(f.out.find("not a regular file"), std::string::npos) << f.out;
+  }
+  // The largest seed is a seed.
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --case 0 --version v0" + kFast + " --seed 18446744073709551615 --json " + tmp_path("seed.json")).code, 0);
 }

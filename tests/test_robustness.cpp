@@ -134,6 +134,23 @@ TEST(Interrupt, SigintKeepsEveryFinishedResultInValidJson) {
   EXPECT_NE(j["results"][1]["reason"].get<std::string>().find("interrupted"), std::string::npos) << j["results"][1]["reason"];
 }
 
+// `timeout` sends SIGTERM: the call in flight finishes (t4's 3 s call is inside the 10 s grace), the
+// finished results are saved and the exit code is 143, as a shell reports a terminated process.
+TEST(Interrupt, SigtermSavesAndExits143) {
+  const std::string json = tmp_path("term.json"), log = tmp_path("term.log");
+  const pid_t pid = spawn({"--config", kConfig, "--version", "v0,t4", "--case", "0-3", "--warmup", "0", "--min-samples", "2", "--max-noise",
+                           "0", "--min-time", "0", "--json", json},
+                          log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_code(pid), 143) << slurp(log);
+  const auto j = load(json);
+  EXPECT_FALSE(j["meta"]["complete"].get<bool>());
+  ASSERT_GE(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["status"], "pass");
+  EXPECT_NE(slurp(log).find("terminated"), std::string::npos) << slurp(log);
+}
+
 TEST(Interrupt, ASecondSigintExitsAtOnce) {
   const std::string json = tmp_path("int2.json"), log = tmp_path("int2.log");
   const pid_t pid = spawn({"--config", kConfig, "--version", "t4", "--case", "0-3", "--warmup", "0", "--json", json}, log);
