@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -246,4 +247,13 @@ TEST(Cli, ClampedOrEmptyValuesAndNonFilesAreRefused) {
   }
   // The largest seed is a seed.
   EXPECT_EQ(run(KNN_BINARY, kConfig + " --case 0 --version v0" + kFast + " --seed 18446744073709551615 --json " + tmp_path("seed.json")).code, 0);
+}
+
+// A huge --warmup shares the --max-time budget instead of running a billion calls.
+TEST(Cli, WarmupIsBoundedByMaxTime) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run(KNN_BINARY, kConfig + " --case 0 --version v0 --warmup 1000000000 --max-time 0.5 --min-time 0 --max-noise 0 --json " +
+                                     tmp_path("warm.json"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0) << r.out;
 }
