@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <cstring>
+#include <cerrno>
+#include <unistd.h>
+#include <fcntl.h>
 
 #include <cmath>
 #include <csignal>
@@ -46,6 +50,23 @@ void fill_points(const Matrix& mx, const Case& c, PointSet set, float* out) {
 }
 
 }  // namespace
+
+// The default results file, <stem>.json, or <stem>-2.json, -3, ... when a run in the same second took
+// it: the name is claimed by creating the file (O_EXCL), so two runs never write the same file.
+std::string claim_default_results_path(const std::string& stem) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(stem).parent_path(), ec);
+  for (int i = 1; i < 1000; ++i) {
+    const std::string path = i == 1 ? stem + ".json" : fmt::format("{}-{}.json", stem, i);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      ::close(fd);
+      return path;
+    }
+    if (errno != EEXIST) break;
+  }
+  throw ConfigError(fmt::format("{}.json: cannot claim a results file name ({}); give one with --json", stem, std::strerror(errno)));
+}
 
 int run_benchmark(const RunOptions& opts) {
   if (opts.measure.min_samples < 1) throw ConfigError(fmt::format("--min-samples {}: expected at least 1", opts.measure.min_samples));
@@ -119,7 +140,7 @@ int run_benchmark(const RunOptions& opts) {
   MeasureOptions measure = opts.measure;
   measure.kill_after_max_time = opts.isolated_child;
   const std::string json_path =
-      !opts.json_path.empty() ? opts.json_path : fmt::format("results/local/{}-{}.json", info.host.hostname, utc_now_compact());
+      !opts.json_path.empty() ? opts.json_path : claim_default_results_path(fmt::format("results/local/{}-{}", info.host.hostname, utc_now_compact()));
   reporters.push_back(make_json_reporter(json_path));
   if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
   if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));

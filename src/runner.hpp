@@ -10,4 +10,8 @@ namespace knn {
 // ConfigError for bad options or files (exit code 2).
 int run_benchmark(const RunOptions& opts);
 
+// The default results path for `stem` (results/local/<host>-<utc>): <stem>.json, else -2, -3, ...,
+// claimed by creating the file, so runs started in the same second never overwrite each other.
+std::string claim_default_results_path(const std::string& stem);
+
 }  // namespace knn

@@ -14,6 +14,7 @@
 
 #include "core/errors.hpp"
 #include "output_file.hpp"
+#include "runner.hpp"
 
 namespace fs = std::filesystem;
 
@@ -117,4 +118,15 @@ TEST(Output, TheSameFileUnderTwoNamesIsRefused) {
     EXPECT_NE(std::string(e.what()).find("are the same file"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(knn::refuse_same_files({{"--json", f.string()}, {"--md", scratch("other.md").string()}, {"--csv", ""}, {"--md", "-"}}));
+}
+
+// Two runs in the same second: the default results names differ (issue 25: they overwrote each other).
+TEST(Output, DefaultResultsNamesAreClaimedNeverShared) {
+  const std::string stem = scratch("host-20261123T130000Z").string();
+  fs::remove(stem + ".json");
+  fs::remove(stem + "-2.json");
+  const std::string first = knn::claim_default_results_path(stem), second = knn::claim_default_results_path(stem);
+  EXPECT_EQ(first, stem + ".json");
+  EXPECT_EQ(second, stem + "-2.json");
+  EXPECT_TRUE(fs::exists(first) && fs::exists(second));
 }
