@@ -53,8 +53,8 @@ double relative_median_noise(std::vector<double> samples) {
   const double inf = std::numeric_limits<double>::infinity();
   const MedianInterval ci = median_interval(samples);
   if (!(ci.coverage >= 0.95)) return inf;
-  const double noise = median_noise_pct(samples) / 100;
-  return std::isfinite(noise) ? noise : inf;
+  const double median = median_of(std::move(samples));  // the interval once, as Stats::median_noise_pct defines it
+  return median > 0 ? (ci.high - ci.low) / 2 / median : inf;
 }
 
 int calls_per_sample(double call_ms) {
