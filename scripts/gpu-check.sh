@@ -16,6 +16,10 @@
 #               cases 10-11, pinned and pageable                  -> seed-geometry{,-pageable}.{json,md}
 #   integrity   the default matrix and configs/trees.json each run twice (separate processes), then
 #               `compare` of the twins                             -> integrity/{default,trees}-{1,2}.*, compare-*.txt
+#               INTEGRITY_SETS="default trees" and INTEGRITY_RUNS="1 2" narrow it (one run per call on a
+#               machine with a per-call time limit); the compare runs once both twins exist in $OUT
+#   seeds       configs/seeds.json: group small with every version -> seeds-small.*; the large cases
+#               (200, 302, 405-416) with every version except v0      -> seeds-large.*
 #   slowed      every single-GPU brute-force version plus test-only t8 (v4 whose kernel rescans
 #               KNN_SLOWDOWN_PCT % more references) on cases 8-11, once at 0 % and once at
 #               SLOWDOWN_PCT % (default 25: about +10 % of the whole call), then `compare`
@@ -43,7 +47,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|slowed|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -123,21 +127,37 @@ for step in "${steps[@]}"; do
       done
       ;;
     integrity)
-      # compare exits with the number of SLOWER verdicts: the step fails on any.
+      # compare exits non-zero when any row is SLOWER: the step fails then.
       mkdir -p "$OUT/integrity"
-      for run in 1 2; do
-        log "integrity: default matrix, run $run"
-        "$bin" --json "$OUT/integrity/default-$run.json" --md "$OUT/integrity/default-$run.md" "${extra[@]}" \
-          >"$OUT/integrity/default-$run.log" 2>&1 || status=1
-        log "integrity: trees matrix, run $run"
-        "$bin" --config configs/trees.json --version v10,v11,v12,v13 --validate-queries 8192 \
-          --json "$OUT/integrity/trees-$run.json" --md "$OUT/integrity/trees-$run.md" "${extra[@]}" \
-          >"$OUT/integrity/trees-$run.log" 2>&1 || status=1
+      for run in ${INTEGRITY_RUNS:-1 2}; do
+        for m in ${INTEGRITY_SETS:-default trees}; do
+          log "integrity: $m matrix, run $run"
+          if [ "$m" = trees ]; then
+            set_args=(--config configs/trees.json --version v10,v11,v12,v13 --validate-queries 8192)
+          else
+            set_args=()
+          fi
+          "$bin" "${set_args[@]}" --json "$OUT/integrity/$m-$run.json" --md "$OUT/integrity/$m-$run.md" "${extra[@]}" \
+            >"$OUT/integrity/$m-$run.log" 2>&1 || status=1
+        done
       done
-      for m in default trees; do
+      for m in ${INTEGRITY_SETS:-default trees}; do
+        [ -f "$OUT/integrity/$m-1.json" ] && [ -f "$OUT/integrity/$m-2.json" ] || continue
         "$bin" compare "$OUT/integrity/$m-1.json" "$OUT/integrity/$m-2.json" >"$OUT/integrity/compare-$m.txt" 2>&1
         rc=$?; echo "compare $m: exit $rc" | tee -a "$OUT/gpu-check.log"; [ $rc -eq 0 ] || status=1
       done
+      ;;
+    seeds)
+      log "seeds: group small, every version"
+      "$bin" --config configs/seeds.json --group small --json "$OUT/seeds-small.json" --md "$OUT/seeds-small.md" \
+        "${extra[@]}" >"$OUT/seeds-small.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/seeds-small.log"
+      not_v0=$("$bin" --list | awk '/^  v[0-9]+ / && $1 != "v0" {print $1}' | paste -sd, -)
+      log "seeds: cases 200, 302, 405-416 with $not_v0"
+      "$bin" --config configs/seeds.json --case "${SEEDS_LARGE_CASES:-200,302,405,407,409,412,416}" \
+        --version "${SEEDS_LARGE_VERSIONS:-$not_v0}" --json "$OUT/seeds-large.json" --md "$OUT/seeds-large.md" \
+        "${extra[@]}" >"$OUT/seeds-large.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/seeds-large.log"
       ;;
     slowed)
       mkdir -p "$OUT/integrity"
