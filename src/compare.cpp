@@ -86,6 +86,7 @@ Filter make_filter(const CompareOptions& opts, const std::vector<Result>& a, con
 
 void check_options(const CompareOptions& o) {
   if (!(o.min_effect_pct >= 0)) throw CompareError(fmt::format("--threshold {}: expected a percentage >= 0", o.min_effect_pct));
+  if (!(o.min_change_ms >= 0)) throw CompareError(fmt::format("--min-change {}: expected milliseconds >= 0", o.min_change_ms));
   if (!(o.alpha > 0 && o.alpha < 1)) throw CompareError(fmt::format("--alpha {}: expected a probability between 0 and 1", o.alpha));
   if (!(o.hide_below_pct >= 0)) throw CompareError(fmt::format("--hide-below {}: expected a percentage >= 0", o.hide_below_pct));
 }
@@ -210,7 +211,7 @@ Verdict judge_results(const Result& a, const Result& b, const CompareOptions& op
   if (na < kMinSamples || nb < kMinSamples || mann_whitney_min_p(na, nb) > opts.alpha) return Verdict::too_few;
   if (!std::isfinite(sa.median_noise_pct) || !std::isfinite(sb.median_noise_pct)) return Verdict::unknown;
   const double change = sb.median - sa.median;
-  const bool beyond_effect = std::abs(change) / sa.median * 100 > opts.min_effect_pct;
+  const bool beyond_effect = std::abs(change) / sa.median * 100 > opts.min_effect_pct && std::abs(change) > opts.min_change_ms;
   const bool beyond_noise = std::abs(change) > (sa.median * sa.median_noise_pct + sb.median * sb.median_noise_pct) / 100;
   const bool significant = p && *p < opts.alpha;
   if (!(beyond_effect && beyond_noise && significant)) return Verdict::same;
@@ -348,6 +349,10 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
   sub->add_option("--threshold", opts.min_effect_pct, "Minimum effect: a change of the median under PCT percent is SAME")
       ->type_name("PCT")
       ->capture_default_str();
+  sub->add_option("--min-change", opts.min_change_ms,
+                  "Minimum absolute effect: a change of the median under MS milliseconds is SAME (0 turns it off)")
+      ->type_name("MS")
+      ->capture_default_str();
   sub->add_option("--alpha", opts.alpha, "Significance level of the Mann-Whitney U test")->capture_default_str();
   sub->add_option("--hide-below", opts.hide_below_pct, "Do not print pairs whose |B/A - 1| is under PCT percent (still in the geomean)")
       ->type_name("PCT");
@@ -355,7 +360,8 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
   sub->add_option("--case", opts.cases, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)")->delimiter(',');
   sub->add_flag("--md", opts.markdown, "Print the report as markdown, for pasting into reports");
   sub->footer(
-      "Verdicts: SLOWER or FASTER only when the median moved by more than --threshold (default 5 %), beyond the\n"
+      "Verdicts: SLOWER or FASTER only when the median moved by more than --threshold (default 5 %) and by more\n"
+      "than --min-change (default 0.05 ms: the spread between two processes of sub-millisecond GPU calls), beyond the\n"
       "noise of both sides (the medians' ~95 % confidence intervals do not overlap) and the Mann-Whitney U test on\n"
       "the raw samples rejects equality at --alpha (default 0.01); SAME otherwise. \"too few samples\" when the U\n"
       "test cannot reach alpha (e.g. 4 against 4 samples at 0.01); ???? without a time or raw samples.\n"

@@ -84,11 +84,11 @@ std::string format_compare(const CompareReport& rep, bool md) {
     out += "Every pair is within --hide-below.\n";
   if (!rep.pairs.empty())
     out += fmt::format(
-        "{}SLOWER/FASTER: the median moved by more than {}% (--threshold), beyond both noises (the medians' confidence intervals "
+        "{}SLOWER/FASTER: the median moved by more than {}% (--threshold) and {} ms (--min-change), beyond both noises (the medians' confidence intervals "
         "do not overlap), and p < {} (--alpha); SAME otherwise.{}"
         "noise: half-width of the ~95% confidence interval of the median, relative to it. p: two-sided Mann-Whitney U test on "
         "the raw samples. too few samples: the U test cannot reach {} with these counts. ????: no time or no raw samples.\n",
-        md ? "\n" : "", o.min_effect_pct, o.alpha, md ? " " : "\n", o.alpha);
+        md ? "\n" : "", o.min_effect_pct, o.min_change_ms, o.alpha, md ? " " : "\n", o.alpha);
   if (rep.hidden)
     out += fmt::format("{} pair{} within --hide-below {}% hidden (still in the geomean, not in the exit code).\n", rep.hidden,
                        rep.hidden == 1 ? "" : "s", o.hide_below_pct);
