@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 
 #include "core/errors.hpp"
@@ -20,17 +22,6 @@ namespace fs = std::filesystem;
   throw ConfigError(fmt::format("{}: {} ({})", path, what, std::strerror(err)));
 }
 
-// Writes all of `content` to `fd`, every write checked (a full device says ENOSPC here).
-void write_all(int fd, const std::string& content, const std::string& path) {
-  std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail(path, "write failed", n < 0 ? errno : EIO);
-    done += std::size_t(n);
-  }
-}
-
 // The path to write: a symlink's final target (so the link stays a link), else the path itself.
 std::string resolve(const std::string& path) {
   std::error_code ec;
@@ -41,6 +32,16 @@ std::string resolve(const std::string& path) {
 }
 
 }  // namespace
+
+void write_all(int fd, const std::string& content, const std::string& path) {
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(path, "write failed", n < 0 ? errno : EIO);
+    done += std::size_t(n);
+  }
+}
 
 bool rewritable_output(const std::string& path) {
   if (path == "-") return false;
@@ -82,10 +83,14 @@ void write_output_file(const std::string& path, const std::string& content) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(path, fmt::format("cannot create the temporary {}", tmp), errno);
   try {
-    write_all(fd, content, path);
+    try {
+      write_all(fd, content, path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
     if (::close(fd) != 0) fail(path, "write failed", errno);
   } catch (...) {
-    ::close(fd);  // a second close of a closed fd only fails with EBADF
     ::unlink(tmp.c_str());
     throw;
   }
@@ -108,6 +113,42 @@ void refuse_same_files(const std::vector<std::pair<std::string, std::string>>& n
         throw ConfigError(fmt::format("{} {} and {} {} are the same file: one would replace the other", named[i].first, a,
                                       named[j].first, b));
     }
+}
+
+bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
+
+int remove_stale_temporaries(const std::vector<std::string>& output_paths) {
+  int removed = 0;
+  std::vector<fs::path> folders;
+  for (const std::string& p : output_paths) {
+    if (p.empty() || p == "-") continue;
+    fs::path parent;
+    try {
+      parent = fs::path(resolve(p)).parent_path();
+    } catch (const ConfigError&) {
+      continue;  // the write names the broken link
+    }
+    const fs::path folder = parent.empty() ? fs::path(".") : parent;
+    if (std::find(folders.begin(), folders.end(), folder) == folders.end()) folders.push_back(folder);
+  }
+  for (const fs::path& folder : folders) {
+    std::error_code ec;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const auto mark = name.rfind(".tmp.");
+      if (mark == std::string::npos) continue;
+      const std::string pid = name.substr(mark + 5), stem = name.substr(0, mark);
+      if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      const auto dot = stem.rfind('.');
+      const std::string ext = dot == std::string::npos ? "" : stem.substr(dot);
+      if (ext != ".json" && ext != ".md" && ext != ".csv" && ext != ".journal") continue;
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) continue;
+      if (process_alive(std::stol(pid))) continue;
+      if (::unlink(it->path().c_str()) == 0) ++removed;
+    }
+  }
+  return removed;
 }
 
 }  // namespace knn
