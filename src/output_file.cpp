@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
@@ -26,9 +27,26 @@ namespace fs = std::filesystem;
 std::string resolve(const std::string& path) {
   std::error_code ec;
   if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
-  const fs::path target = fs::weakly_canonical(fs::path(path), ec);
+  fs::path target = fs::canonical(fs::path(path), ec);  // an existing target
+  if (ec) target = fs::weakly_canonical(fs::path(path), ec);  // a dangling link: its target is created
   if (ec) fail(path, "cannot follow the symbolic link", ec.value());
   return target.string();
+}
+
+// An already open descriptor the path names: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
+// (their links end in "pipe:[…]" or in a file the shell opened: written at the descriptor's own
+// offset, never reopened or replaced). -1 otherwise.
+int data_stdout = STDOUT_FILENO;  // moved by reserve_standard_output_for_data
+
+int named_descriptor(const std::string& path) {
+  if (path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") return data_stdout;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const std::string prefix : {"/dev/fd/", "/proc/self/fd/"})
+    if (path.rfind(prefix, 0) == 0) {
+      const std::string n = path.substr(prefix.size());
+      if (!n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos) return std::stoi(n);
+    }
+  return -1;
 }
 
 }  // namespace
@@ -43,16 +61,26 @@ void write_all(int fd, const std::string& content, const std::string& path) {
   }
 }
 
+bool names_standard_output(const std::string& path) { return named_descriptor(path) == data_stdout; }
+
+void reserve_standard_output_for_data() {
+  if (data_stdout != STDOUT_FILENO) return;
+  std::fflush(stdout);
+  const int saved = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (saved < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) fail("standard output", "cannot set it aside for the results", errno);
+  data_stdout = saved;
+}
+
 bool rewritable_output(const std::string& path) {
-  if (path == "-") return false;
+  if (named_descriptor(path) >= 0) return false;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return true;  // new file (or an error the write will name)
   return S_ISREG(st.st_mode);
 }
 
 void write_output_file(const std::string& path, const std::string& content) {
-  if (path == "-") {
-    write_all(STDOUT_FILENO, content, "standard output");
+  if (const int fd = named_descriptor(path); fd >= 0) {
+    write_all(fd, content, path == "-" ? "standard output" : path);
     return;
   }
   const std::string target = resolve(path);
@@ -121,7 +149,7 @@ int remove_stale_temporaries(const std::vector<std::string>& output_paths) {
   int removed = 0;
   std::vector<fs::path> folders;
   for (const std::string& p : output_paths) {
-    if (p.empty() || p == "-") continue;
+    if (p.empty() || named_descriptor(p) >= 0) continue;
     fs::path parent;
     try {
       parent = fs::path(resolve(p)).parent_path();

@@ -20,6 +20,12 @@ bool rewritable_output(const std::string& path);
 
 void write_output_file(const std::string& path, const std::string& content);
 
+// Whether `path` names standard output ("-", /dev/stdout, /dev/fd/1, /proc/self/fd/1).
+bool names_standard_output(const std::string& path);
+// When an output goes to standard output, the screen's lines must not mix with it: standard output
+// is kept for the data and what the program prints to it goes to standard error from now on.
+void reserve_standard_output_for_data();
+
 // Refuses (ConfigError, exit 2) two of the named paths that are the same file, e.g. `--md` naming
 // the results file `report` reads, or `--json F --md F`: one would silently replace the other.
 // Entries are (what, path), e.g. ("--md", "r.md"); empty paths and "-" are ignored.

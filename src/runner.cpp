@@ -146,6 +146,8 @@ int run_benchmark(const RunOptions& opts) {
   if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
   if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
   remove_stale_temporaries({json_path, opts.md_path, opts.csv_path});  // what killed runs left behind
+  for (const std::string& out : {json_path, opts.md_path, opts.csv_path})
+    if (names_standard_output(out)) reserve_standard_output_for_data();  // the screen's lines go to stderr
   if (opts.isolate) remove_stale_isolate_files();
 
   install_signal_handlers();

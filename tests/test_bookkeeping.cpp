@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -266,4 +267,39 @@ TEST(Isolate, AChildDiesWithItsParentAndItsFilesAreCleanedUp) {
             0)
       << slurp(log);
   EXPECT_EQ(left(), 0);
+}
+
+// "-" and /dev/stdout are standard output for --json, --md and --csv: the document arrives on the
+// pipe, nothing named "-" or "pipe:[…]" is created, and /dev/stdout stays a link.
+TEST(Streams, DashAndDevStdoutWriteToStandardOutput) {
+  const fs::path cfg = tiny_matrix("streams.json", 1), dir = scratch("streams");
+  fs::create_directories(dir);
+  const std::string base = std::string(KNN_TEST_BINARY) + " --config " + cfg.string() + " --version v0 --warmup 0 --min-samples 1 --max-noise 0 --quiet ";
+  auto capture = [&](const std::string& flags) {
+    const std::string cmd = "cd " + dir.string() + " && " + base + flags + " 2>/dev/null";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (p && std::fgets(buf, sizeof buf, p)) out += buf;
+    if (p) ::pclose(p);
+    return out;
+  };
+  for (const std::string target : {"-", "/dev/stdout"}) {
+    const auto doc = nlohmann::json::parse(capture("--json " + target), nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << "--json " << target << " did not write JSON to standard output";
+    EXPECT_EQ(doc["results"].size(), 1u);
+  }
+  EXPECT_NE(capture("--json " + (dir / "r.json").string() + " --csv -").find("v0"), std::string::npos);
+  EXPECT_NE(capture("--json " + (dir / "r2.json").string() + " --md -").find("| v0"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_TRUE(name == "r.json" || name == "r2.json") << "an output created " << name;
+  }
+  struct stat st {};
+  EXPECT_TRUE(::lstat("/dev/stdout", &st) != 0 || S_ISLNK(st.st_mode)) << "/dev/stdout is no longer a link";
+  // --json F --md F: one would replace the other.
+  const std::string same = (dir / "same").string();
+  const std::string cmd = base + "--json " + same + " --md " + same + " >/dev/null 2>&1";
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
 }
