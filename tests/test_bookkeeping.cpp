@@ -303,3 +303,26 @@ TEST(Streams, DashAndDevStdoutWriteToStandardOutput) {
   const int status = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(status), 2);
 }
+
+// A data file that turns out bad mid-run (here: values whose squared distances overflow) is exit 2,
+// but the results that finished before it are written whole first, and no journal is left.
+TEST(Journal, ABadDataFileMidRunSavesWhatFinished) {
+  const fs::path csv = scratch("mid.csv"), cfg = scratch("mid_matrix.json"), json = scratch("mid.out.json"), log = scratch("mid.log");
+  std::ofstream(csv) << "1e30,0\n0,1\n1,1\n2,2\n";
+  std::ofstream(cfg) << nlohmann::json{{"schema_version", 1},
+                                       {"cases",
+                                        {{{"id", 0}, {"k", 2}, {"m", 1}, {"n", 4}, {"topk", 1}},
+                                         {{"id", 1}, {"k", 2}, {"m", 1}, {"n", 4}, {"topk", 1}, {"references_file", csv.filename().string()}}}}}
+                            .dump();
+  EXPECT_EQ(wait_code(spawn({"--config", cfg.string(), "--version", "v0", "--warmup", "0", "--min-samples", "1", "--max-noise", "0", "--json",
+                             json.string()},
+                            log)),
+            2)
+      << slurp(log);
+  EXPECT_NE(slurp(log).find("case 1: references_file mid.csv holds |value| 1e+30"), std::string::npos) << slurp(log);
+  EXPECT_FALSE(fs::exists(knn::journal_path(json.string())));
+  const auto doc = knn::read_results_file(json.string());
+  ASSERT_EQ(doc.results.size(), 1u);
+  EXPECT_EQ(doc.results[0].problem_case.id, 0);
+  EXPECT_FALSE(doc.info.complete);
+}
