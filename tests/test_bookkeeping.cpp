@@ -4,12 +4,17 @@
 // (knnbench plus the test-only versions of tests/versions/).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <iterator>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -325,4 +330,44 @@ TEST(Journal, ABadDataFileMidRunSavesWhatFinished) {
   ASSERT_EQ(doc.results.size(), 1u);
   EXPECT_EQ(doc.results[0].problem_case.id, 0);
   EXPECT_FALSE(doc.info.complete);
+}
+
+// A full disk: a small tmpfs mounted in a private mount namespace of a child process (root only;
+// skipped with a message otherwise). The write names the target and ENOSPC, and leaves no
+// temporary behind.
+TEST(Output, AFullDiskNamesTheReasonAndLeavesNoTemporary) {
+  const fs::path dir = scratch("fulldisk");
+  fs::create_directories(dir);
+  int pipe_fd[2];
+  ASSERT_EQ(::pipe(pipe_fd), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipe_fd[0]);
+    auto say = [&](const std::string& s, int code) {
+      (void)!::write(pipe_fd[1], s.data(), s.size());
+      ::_exit(code);
+    };
+    if (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64k") != 0)
+      say(std::string("no private mount namespace here: ") + std::strerror(errno), 77);
+    std::string msg;
+    try {
+      knn::write_output_file((dir / "r.json").string(), std::string(1 << 20, 'x'));
+    } catch (const knn::ConfigError& e) {
+      msg = e.what();
+    }
+    const auto left = std::distance(fs::directory_iterator(dir), fs::directory_iterator());
+    say(msg + "\nleft=" + std::to_string(left), 0);
+  }
+  ::close(pipe_fd[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_fd[0], buf, sizeof buf)) > 0;) out.append(buf, std::size_t(n));
+  ::close(pipe_fd[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 77) GTEST_SKIP() << out << ": full-disk test skipped, not run";
+  EXPECT_NE(out.find((dir / "r.json").string()), std::string::npos) << out;
+  EXPECT_NE(out.find("No space left on device"), std::string::npos) << out;
+  EXPECT_NE(out.find("left=0"), std::string::npos) << "a temporary stayed: " << out;
 }
