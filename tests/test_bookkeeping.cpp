@@ -371,3 +371,16 @@ TEST(Output, AFullDiskNamesTheReasonAndLeavesNoTemporary) {
   EXPECT_NE(out.find("No space left on device"), std::string::npos) << out;
   EXPECT_NE(out.find("left=0"), std::string::npos) << "a temporary stayed: " << out;
 }
+
+// An output naming a case's data file would replace the data: refused before anything runs.
+TEST(Output, AnOutputThatIsADataFileIsRefused) {
+  const fs::path csv = scratch("data_in.csv"), cfg = scratch("data_matrix.json"), log = scratch("data.log");
+  std::ofstream(csv) << "0,1\n1,1\n2,2\n3,1\n";
+  std::ofstream(cfg) << nlohmann::json{{"schema_version", 1},
+                                       {"cases", {{{"id", 4}, {"k", 2}, {"m", 1}, {"n", 4}, {"topk", 1}, {"references_file", csv.filename().string()}}}}}
+                            .dump();
+  EXPECT_EQ(wait_code(spawn({"--config", cfg.string(), "--version", "v0", "--csv", csv.string(), "--json", scratch("d.json").string()}, log)), 2)
+      << slurp(log);
+  EXPECT_NE(slurp(log).find("--csv " + csv.string() + " and case 4's data file"), std::string::npos) << slurp(log);
+  EXPECT_EQ(slurp(csv), "0,1\n1,1\n2,2\n3,1\n");
+}
