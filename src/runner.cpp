@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <exception>
 #include <optional>
 
 #include "core/errors.hpp"
@@ -177,90 +178,101 @@ int run_benchmark(const RunOptions& opts) {
     results.push_back(std::move(r));
     for (auto& rep : reporters) rep->result(info, results);
   };
-  try {  // a bad data file stops the run (exit 2), but what finished is saved whole first
-    for (const Case& original : cases) {
-      if (stop_requested()) break;
-      Case c = original;
-      if (opts.seed) c.seed = *opts.seed;
-      Result base;
-      base.problem_case = c;
-
-      if (opts.isolate) {  // the children generate the data and validate; the parent only collects
-        for (const VersionDesc* v : versions) {
-          if (stop_requested()) break;
-          announce(c, *v);
-          finish(run_isolated(opts, c, *v));
-        }
-        continue;
+  // A bad data file found mid-run stops it (ConfigError, exit 2), but what finished is saved whole first.
+  struct SaveOnError {
+    RunInfo& info;
+    const std::vector<Result>& results;
+    std::vector<std::unique_ptr<Reporter>>& reporters;
+    const int active = std::uncaught_exceptions();
+    ~SaveOnError() {
+      if (std::uncaught_exceptions() <= active) return;
+      info.complete = false;
+      try {
+        for (auto& rep : reporters) rep->end(info, results);
+      } catch (const std::exception&) {  // the error in flight is the one to report
       }
+    }
+  } save_on_error{info, results, reporters};
+  for (const Case& original : cases) {
+    if (stop_requested()) break;
+    Case c = original;
+    if (opts.seed) c.seed = *opts.seed;
+    Result base;
+    base.problem_case = c;
 
-      // A self-join has one point set: the references, which are also the queries.
-      const std::size_t qf = c.self_join ? 0 : std::size_t(c.m) * c.dim, rf = std::size_t(c.n) * c.dim,
-                        slots = std::size_t(c.m) * c.topk;
-      const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
-      const double have = double(usable_host_memory());  // RLIMIT_AS and the cgroup's limit count
-      auto skip_all = [&](const std::string& reason) {
-        for (const VersionDesc* v : versions) {
-          Result r = base;
+    if (opts.isolate) {  // the children generate the data and validate; the parent only collects
+      for (const VersionDesc* v : versions) {
+        if (stop_requested()) break;
+        announce(c, *v);
+        finish(run_isolated(opts, c, *v));
+      }
+      continue;
+    }
+
+    // A self-join has one point set: the references, which are also the queries.
+    const std::size_t qf = c.self_join ? 0 : std::size_t(c.m) * c.dim, rf = std::size_t(c.n) * c.dim,
+                      slots = std::size_t(c.m) * c.topk;
+    const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
+    const double have = double(usable_host_memory());  // RLIMIT_AS and the cgroup's limit count
+    auto skip_all = [&](const std::string& reason) {
+      for (const VersionDesc* v : versions) {
+        Result r = base;
+        r.version = v->id;
+        r.title = v->title;
+        r.family = to_string(v->family);
+        r.status = Status::skip;
+        r.reason = reason;
+        announce(c, *v);
+        finish(std::move(r));
+      }
+    };
+    if (have > 0 && need > 0.9 * have) {
+      skip_all(skip_reason::host_memory(need, have));
+      continue;
+    }
+    std::optional<HostArray> queries, references;
+    try {  // a limit the estimate missed (ulimit -v, overcommit) skips this case; the run goes on
+      queries.emplace(qf, info.host_memory);
+      references.emplace(rf, info.host_memory);
+    } catch (const std::bad_alloc&) {
+      queries.reset();
+      references.reset();
+      skip_all(skip_reason::out_of_host_memory("allocating the inputs", need, double(usable_host_memory())));
+      continue;
+    }
+    if (!c.self_join) fill_points(mx, c, PointSet::queries, queries->data());
+    fill_points(mx, c, PointSet::references, references->data());
+    const float* query_points = c.self_join ? references->data() : queries->data();
+    refuse_overflowing_distances(mx.file, c, query_points, references->data());
+    base.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
+    base.reference_checksum = to_hex(checksum(references->data(), rf));
+    const Problem p{c.dim, c.m, c.n, c.topk, query_points, references->data(), c.self_join};
+    // --validate-queries wins; else the case's own sample size (large cases), else every query.
+    const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
+
+    std::optional<Reference> reference;
+    for (const VersionDesc* v : versions) {
+      if (stop_requested()) break;
+      Result r = base;
+      if (measure.validate && !reference && !why_skipped(*v, p, env)) {
+        try {
+          reference = compute_reference(p, validate_queries);
+        } catch (const std::bad_alloc&) {
           r.version = v->id;
           r.title = v->title;
           r.family = to_string(v->family);
           r.status = Status::skip;
-          r.reason = reason;
+          r.reason = skip_reason::out_of_host_memory("computing the validation reference", need, double(usable_host_memory()));
           announce(c, *v);
           finish(std::move(r));
+          continue;
         }
-      };
-      if (have > 0 && need > 0.9 * have) {
-        skip_all(skip_reason::host_memory(need, have));
-        continue;
       }
-      std::optional<HostArray> queries, references;
-      try {  // a limit the estimate missed (ulimit -v, overcommit) skips this case; the run goes on
-        queries.emplace(qf, info.host_memory);
-        references.emplace(rf, info.host_memory);
-      } catch (const std::bad_alloc&) {
-        queries.reset();
-        references.reset();
-        skip_all(skip_reason::out_of_host_memory("allocating the inputs", need, double(usable_host_memory())));
-        continue;
-      }
-      if (!c.self_join) fill_points(mx, c, PointSet::queries, queries->data());
-      fill_points(mx, c, PointSet::references, references->data());
-      const float* query_points = c.self_join ? references->data() : queries->data();
-      refuse_overflowing_distances(mx.file, c, query_points, references->data());
-      base.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
-      base.reference_checksum = to_hex(checksum(references->data(), rf));
-      const Problem p{c.dim, c.m, c.n, c.topk, query_points, references->data(), c.self_join};
-      // --validate-queries wins; else the case's own sample size (large cases), else every query.
-      const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
-
-      std::optional<Reference> reference;
-      for (const VersionDesc* v : versions) {
-        if (stop_requested()) break;
-        Result r = base;
-        if (measure.validate && !reference && !why_skipped(*v, p, env)) {
-          try {
-            reference = compute_reference(p, validate_queries);
-          } catch (const std::bad_alloc&) {
-            r.version = v->id;
-            r.status = Status::skip;
-            r.reason = skip_reason::out_of_host_memory("computing the validation reference", need, double(usable_host_memory()));
-            announce(c, *v);
-            finish(std::move(r));
-            continue;
-          }
-        }
-        announce(c, *v);
-        measure_version(*v, p, env, measure, reference ? &*reference : nullptr, r);
-        if (v->gpus != GpuNeed::none) trim_device_pools(env.devices);
-        finish(std::move(r));
-      }
+      announce(c, *v);
+      measure_version(*v, p, env, measure, reference ? &*reference : nullptr, r);
+      if (v->gpus != GpuNeed::none) trim_device_pools(env.devices);
+      finish(std::move(r));
     }
-  } catch (const ConfigError&) {
-    info.complete = false;
-    for (auto& rep : reporters) rep->end(info, results);
-    throw;
   }
   info.complete = !stop_requested();
   for (auto& rep : reporters) rep->end(info, results);
