@@ -391,3 +391,24 @@ TEST(Output, AnOutputThatIsADataFileIsRefused) {
   EXPECT_NE(slurp(log).find("--csv " + csv.string() + " and case 4's data file"), std::string::npos) << slurp(log);
   EXPECT_EQ(slurp(csv), "0,1\n1,1\n2,2\n3,1\n");
 }
+
+// SIGTERM during a call longer than the grace period: the process ends 143 after the grace (10 s),
+// without waiting for the call, and the result that finished before is on disk (header + journal).
+TEST(Journal, SigtermPastTheGraceEndsTheRunAndKeepsWhatFinished) {
+  const fs::path cfg = tiny_matrix("grace.json", 1), json = scratch("grace.out.json"), log = scratch("grace.log");
+  const pid_t pid = spawn({"--config", cfg.string(), "--version", "v0,t12", "--warmup", "0", "--min-samples", "1", "--max-noise", "0", "--min-time",
+                           "0", "--json", json.string()},
+                          log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // v0 is done, t12 is in its 60 s call
+  const auto t0 = std::chrono::steady_clock::now();
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_code(pid), 143) << slurp(log);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GT(s, 9.0);
+  EXPECT_LT(s, 20.0);
+  EXPECT_NE(slurp(log).find("grace period"), std::string::npos) << slurp(log);
+  const auto doc = knn::read_results_file(json.string());
+  ASSERT_EQ(doc.results.size(), 1u) << slurp(log);
+  EXPECT_EQ(doc.results[0].version, "v0");
+  EXPECT_FALSE(doc.info.complete);
+}
