@@ -33,11 +33,11 @@ std::string resolve(const std::string& path) {
   return target.string();
 }
 
+int data_stdout = STDOUT_FILENO;  // moved by reserve_standard_output_for_data
+
 // An already open descriptor the path names: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
 // (their links end in "pipe:[…]" or in a file the shell opened: written at the descriptor's own
 // offset, never reopened or replaced). -1 otherwise.
-int data_stdout = STDOUT_FILENO;  // moved by reserve_standard_output_for_data
-
 int named_descriptor(const std::string& path) {
   if (path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") return data_stdout;
   if (path == "/dev/stderr") return STDERR_FILENO;
@@ -113,6 +113,8 @@ void write_output_file(const std::string& path, const std::string& content) {
   try {
     try {
       write_all(fd, content, path);
+      // On disk before the rename: the run's journal is removed after this final write.
+      if (::fdatasync(fd) != 0 && errno != EINVAL) fail(path, "fdatasync failed", errno);
     } catch (...) {
       ::close(fd);
       throw;
