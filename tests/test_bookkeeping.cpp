@@ -2,6 +2,7 @@
 // recoverable after every result), stale temporaries, --isolate children dying with their parent,
 // the strict results reader, fp32 overflow and memory limits. End-to-end cases run the test binary
 // (knnbench plus the test-only versions of tests/versions/).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sched.h>
@@ -159,7 +160,7 @@ TEST(Journal, AThousandResultsAreBookedInUnderTwoSeconds) {
     info.complete = true;
     reporter->end(info, all);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("bookkeeping of 1000 results: %.3f s\n", s);
+    fmt::print("bookkeeping of 1000 results: {:.3f} s\n", s);
     best = std::min(best, s);
     EXPECT_FALSE(fs::exists(knn::journal_path(file.string()))) << "the journal stays after the final write";
     const auto doc = knn::read_results_file(file.string());
@@ -178,7 +179,7 @@ TEST(Journal, AThousandCaseRunOfATrivialVersionIsFast) {
                           log);
   ASSERT_EQ(wait_code(pid), 0) << slurp(log);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("1000 results of t9, whole run: %.3f s\n", s);
+  fmt::print("1000 results of t9, whole run: {:.3f} s\n", s);
   EXPECT_LT(s, 30.0);  // measurement included; the bookkeeping's own bound is the test above
   EXPECT_EQ(knn::read_results_file(json.string()).results.size(), 1000u);
 }
