@@ -53,8 +53,12 @@ int merge_journal(const std::string& results_path, nlohmann::json& doc) {
   if (!std::getline(in, line)) return 0;
   const nlohmann::json head = nlohmann::json::parse(line, nullptr, false);
   const auto meta = doc.find("meta");
-  if (head.is_discarded() || !head.is_object() || head.value("journal_of", "") != "knnbench" || meta == doc.end() || !meta->is_object() ||
-      head.value("date_utc", "") != meta->value("date_utc", "?"))
+  const auto text = [](const nlohmann::json& obj, const char* key) {
+    const auto it = obj.find(key);
+    return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (!head.is_object() || text(head, "journal_of") != "knnbench" || meta == doc.end() || !meta->is_object() || text(head, "date_utc").empty() ||
+      text(head, "date_utc") != text(*meta, "date_utc"))
     return 0;  // another run's journal (or not one): the file stands alone
   auto& results = doc["results"];
   // The final write holds every result: a journal left by a kill between that write and its
