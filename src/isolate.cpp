@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +19,9 @@
 #include <stdexcept>
 
 #include "core/errors.hpp"
+#include "output_file.hpp"
 #include "report.hpp"
+#include "results_journal.hpp"
 
 namespace knn {
 namespace {
@@ -43,11 +47,16 @@ std::string last_line(const std::string& text) {
   return nl == std::string::npos ? t : t.substr(nl + 1);
 }
 
-// Removes its file when the parent is done with it, on every path out.
+// Removes its file (and the journal a child writes beside a results file) when the parent is done
+// with it, on every path out.
 struct TempFile {
   std::string path;
-  explicit TempFile(std::string p) : path(std::move(p)) { std::remove(path.c_str()); }
-  ~TempFile() { std::remove(path.c_str()); }
+  explicit TempFile(std::string p) : path(std::move(p)) { clear(); }
+  ~TempFile() { clear(); }
+  void clear() const {
+    std::remove(path.c_str());
+    std::remove((path + ".journal").c_str());
+  }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
 };
@@ -56,6 +65,7 @@ struct ChildExit {
   int status = 0;          // as waitpid reports it
   bool killed_by_us = false;
   std::string stderr_text; // its last 64 KiB
+  pid_t pid = 0;
 };
 
 // Starts `knnbench --isolated-child options_file` (this same binary), collects its stderr, and
@@ -64,9 +74,13 @@ ChildExit run_child(const std::string& options_file, std::chrono::steady_clock::
   std::vector<std::string> args{"knnbench", "--isolated-child", options_file};
   int err_pipe[2];
   if (::pipe(err_pipe) != 0) throw std::runtime_error("--isolate: pipe() failed");
+  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("--isolate: fork() failed");
   if (pid == 0) {
+    // The child dies with the parent (a SIGKILLed parent must not leave it running); a parent that
+    // died before this line is caught by the getppid() check.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) std::_Exit(127);
     ::close(err_pipe[0]);
     ::dup2(err_pipe[1], STDERR_FILENO);
     const int devnull = ::open("/dev/null", O_WRONLY);
@@ -97,6 +111,7 @@ ChildExit run_child(const std::string& options_file, std::chrono::steady_clock::
   ::close(err_pipe[0]);
   while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
   }
+  out.pid = pid;
   return out;
 }
 
@@ -118,6 +133,26 @@ std::string failure_reason(const ChildExit& child, double max_time_s) {
 }
 
 }  // namespace
+
+int remove_stale_isolate_files() {
+  namespace fs = std::filesystem;
+  int removed = 0;
+  std::error_code ec;
+  const fs::path folder = fs::temp_directory_path(ec);
+  if (ec) return 0;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("knnbench-", 0) != 0) continue;
+    const auto dash = name.find('-', 9);
+    const std::string pid = name.substr(9, dash == std::string::npos ? std::string::npos : dash - 9);
+    if (dash == std::string::npos || pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) continue;
+    if (process_alive(std::stol(pid))) continue;
+    if (::unlink(it->path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
 
 RunOptions child_options(const RunOptions& opts, int case_id, const std::string& version_id, const std::string& json_path) {
   RunOptions o = opts;
@@ -161,11 +196,14 @@ Result run_isolated(const RunOptions& opts, const Case& c, const VersionDesc& v)
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                                              std::chrono::duration<double>(3 * m.max_time_s * (m.warmup + 1) + 600));
   const ChildExit child = run_child(options.path, deadline);
+  // A child killed mid-write leaves its temporary (<results>.tmp.<child pid>).
+  std::remove(fmt::format("{}.tmp.{}", results.path, child.pid).c_str());
 
   std::ifstream in(results.path);
   if (in) {
     try {
-      const auto doc = nlohmann::json::parse(in);
+      auto doc = nlohmann::json::parse(in);
+      merge_journal(results.path, doc);  // a child that died after its result: the journal has it
       if (doc.at("results").size() == 1) return result_from_json(doc.at("results")[0]);
     } catch (const std::exception&) {
       // fall through: recorded as a failure below

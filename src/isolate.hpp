@@ -22,6 +22,10 @@ Result run_isolated(const RunOptions& opts, const Case& c, const VersionDesc& v)
 // writing its one result to `json_path`.
 RunOptions child_options(const RunOptions& opts, int case_id, const std::string& version_id, const std::string& json_path);
 
+// Removes what killed --isolate runs left in the temporary folder: this user's
+// "knnbench-<pid>-*" files whose parent process <pid> no longer exists. Returns how many.
+int remove_stale_isolate_files();
+
 // Child side: the options the parent wrote. ConfigError (exit 2) naming the file when it cannot
 // be read.
 RunOptions read_child_options(const std::string& path);

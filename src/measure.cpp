@@ -19,6 +19,7 @@
 #include "host_memory.hpp"
 #include "interrupt.hpp"
 #include "skip_reasons.hpp"
+#include "sysinfo.hpp"
 
 namespace knn {
 namespace {
@@ -93,6 +94,11 @@ std::optional<std::string> why_skipped(const VersionDesc& desc, const Problem& p
   if (p.self_join && !desc.self_join) return skip_reason::no_self_join();
   if (desc.supports)
     if (auto why = desc.supports(p, env)) return why;
+  if (desc.host_bytes) {
+    const double need = double(desc.host_bytes(p, env)) + 8.0 * double(p.result_slots());
+    const double have = double(usable_host_memory());
+    if (have > 0 && need > have) return skip_reason::working_memory(need, have);
+  }
   if (desc.device_bytes && !env.devices.empty()) {
     // cudaErrorMemoryAllocation during the calls is still caught by measure_version.
     const std::size_t need = desc.device_bytes(p, env);
@@ -248,7 +254,8 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     return;
   } catch (const std::bad_alloc&) {
     r.status = Status::skip;
-    r.reason = skip_reason::out_of_host_memory();
+    const double inputs = 4.0 * double(p.self_join ? 0 : std::size_t(p.m) * p.dim) + 4.0 * double(std::size_t(p.n) * p.dim);
+    r.reason = skip_reason::out_of_host_memory("during the calls", inputs + 8.0 * double(p.result_slots()), double(usable_host_memory()));
     clear_samples(r);
     return;
   } catch (const std::exception& e) {

@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 
 #include "core/errors.hpp"
@@ -20,7 +23,34 @@ namespace fs = std::filesystem;
   throw ConfigError(fmt::format("{}: {} ({})", path, what, std::strerror(err)));
 }
 
-// Writes all of `content` to `fd`, every write checked (a full device says ENOSPC here).
+// The path to write: a symlink's final target (so the link stays a link), else the path itself.
+std::string resolve(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
+  fs::path target = fs::canonical(fs::path(path), ec);  // an existing target
+  if (ec) target = fs::weakly_canonical(fs::path(path), ec);  // a dangling link: its target is created
+  if (ec) fail(path, "cannot follow the symbolic link", ec.value());
+  return target.string();
+}
+
+int data_stdout = STDOUT_FILENO;  // moved by reserve_standard_output_for_data
+
+// An already open descriptor the path names: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N
+// (their links end in "pipe:[…]" or in a file the shell opened: written at the descriptor's own
+// offset, never reopened or replaced). -1 otherwise.
+int named_descriptor(const std::string& path) {
+  if (path == "-" || path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") return data_stdout;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const std::string prefix : {"/dev/fd/", "/proc/self/fd/"})
+    if (path.rfind(prefix, 0) == 0) {
+      const std::string n = path.substr(prefix.size());
+      if (!n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos) return std::stoi(n);
+    }
+  return -1;
+}
+
+}  // namespace
+
 void write_all(int fd, const std::string& content, const std::string& path) {
   std::size_t done = 0;
   while (done < content.size()) {
@@ -31,27 +61,26 @@ void write_all(int fd, const std::string& content, const std::string& path) {
   }
 }
 
-// The path to write: a symlink's final target (so the link stays a link), else the path itself.
-std::string resolve(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_symlink(fs::symlink_status(path, ec))) return path;
-  const fs::path target = fs::weakly_canonical(fs::path(path), ec);
-  if (ec) fail(path, "cannot follow the symbolic link", ec.value());
-  return target.string();
+bool names_standard_output(const std::string& path) { return named_descriptor(path) == data_stdout; }
+
+void reserve_standard_output_for_data() {
+  if (data_stdout != STDOUT_FILENO) return;
+  std::fflush(stdout);
+  const int saved = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+  if (saved < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) fail("standard output", "cannot set it aside for the results", errno);
+  data_stdout = saved;
 }
 
-}  // namespace
-
 bool rewritable_output(const std::string& path) {
-  if (path == "-") return false;
+  if (named_descriptor(path) >= 0) return false;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return true;  // new file (or an error the write will name)
   return S_ISREG(st.st_mode);
 }
 
 void write_output_file(const std::string& path, const std::string& content) {
-  if (path == "-") {
-    write_all(STDOUT_FILENO, content, "standard output");
+  if (const int fd = named_descriptor(path); fd >= 0) {
+    write_all(fd, content, path == "-" ? "standard output" : path);
     return;
   }
   const std::string target = resolve(path);
@@ -82,10 +111,16 @@ void write_output_file(const std::string& path, const std::string& content) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail(path, fmt::format("cannot create the temporary {}", tmp), errno);
   try {
-    write_all(fd, content, path);
+    try {
+      write_all(fd, content, path);
+      // On disk before the rename: the run's journal is removed after this final write.
+      if (::fdatasync(fd) != 0 && errno != EINVAL) fail(path, "fdatasync failed", errno);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
     if (::close(fd) != 0) fail(path, "write failed", errno);
   } catch (...) {
-    ::close(fd);  // a second close of a closed fd only fails with EBADF
     ::unlink(tmp.c_str());
     throw;
   }
@@ -108,6 +143,42 @@ void refuse_same_files(const std::vector<std::pair<std::string, std::string>>& n
         throw ConfigError(fmt::format("{} {} and {} {} are the same file: one would replace the other", named[i].first, a,
                                       named[j].first, b));
     }
+}
+
+bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
+
+int remove_stale_temporaries(const std::vector<std::string>& output_paths) {
+  int removed = 0;
+  std::vector<fs::path> folders;
+  for (const std::string& p : output_paths) {
+    if (p.empty() || named_descriptor(p) >= 0) continue;
+    fs::path parent;
+    try {
+      parent = fs::path(resolve(p)).parent_path();
+    } catch (const ConfigError&) {
+      continue;  // the write names the broken link
+    }
+    const fs::path folder = parent.empty() ? fs::path(".") : parent;
+    if (std::find(folders.begin(), folders.end(), folder) == folders.end()) folders.push_back(folder);
+  }
+  for (const fs::path& folder : folders) {
+    std::error_code ec;
+    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const auto mark = name.rfind(".tmp.");
+      if (mark == std::string::npos) continue;
+      const std::string pid = name.substr(mark + 5), stem = name.substr(0, mark);
+      if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      const auto dot = stem.rfind('.');
+      const std::string ext = dot == std::string::npos ? "" : stem.substr(dot);
+      if (ext != ".json" && ext != ".md" && ext != ".csv" && ext != ".journal") continue;
+      struct stat st {};
+      if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) continue;
+      if (process_alive(std::stol(pid))) continue;
+      if (::unlink(it->path().c_str()) == 0) ++removed;
+    }
+  }
+  return removed;
 }
 
 }  // namespace knn

@@ -20,9 +20,27 @@ bool rewritable_output(const std::string& path);
 
 void write_output_file(const std::string& path, const std::string& content);
 
+// Whether `path` names standard output ("-", /dev/stdout, /dev/fd/1, /proc/self/fd/1).
+bool names_standard_output(const std::string& path);
+// When an output goes to standard output, the screen's lines must not mix with it: standard output
+// is kept for the data and what the program prints to it goes to standard error from now on.
+void reserve_standard_output_for_data();
+
 // Refuses (ConfigError, exit 2) two of the named paths that are the same file, e.g. `--md` naming
 // the results file `report` reads, or `--json F --md F`: one would silently replace the other.
 // Entries are (what, path), e.g. ("--md", "r.md"); empty paths and "-" are ignored.
 void refuse_same_files(const std::vector<std::pair<std::string, std::string>>& named);
+
+// Removes, in the folder of each output path, the temporaries a killed run left behind: regular
+// files of this user named "<name>.{json,md,csv,journal}.tmp.<pid>" whose process no longer exists.
+// Returns how many were removed (never fails: a file it cannot remove stays).
+int remove_stale_temporaries(const std::vector<std::string>& output_paths);
+
+// Writes all of `content` to `fd`, every write checked; ConfigError naming `path` and errno (a
+// full device: ENOSPC) on failure.
+void write_all(int fd, const std::string& content, const std::string& path);
+
+// Whether process `pid` exists (kill(pid, 0) succeeds or is refused for permission).
+bool process_alive(long pid);
 
 }  // namespace knn

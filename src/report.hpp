@@ -21,7 +21,8 @@ class Reporter {
 };
 
 std::unique_ptr<Reporter> make_screen_reporter(bool quiet);
-// Rewrites the whole file atomically after every result, so an interrupted run keeps what finished.
+// Writes the header at the start, a journal line per result and the whole file at the end, so an
+// interrupted or killed run keeps what finished (results_journal.hpp).
 std::unique_ptr<Reporter> make_json_reporter(std::string path);
 std::unique_ptr<Reporter> make_markdown_reporter(std::string path);
 std::unique_ptr<Reporter> make_csv_reporter(std::string path);

@@ -38,10 +38,17 @@ struct ResultsDocument {
   RunInfo info;
   std::vector<Result> results;
 };
-// Checks schema_version and meta.tool, then reads the header and every result.
+// Refuses (SchemaError naming file, results[i] and the field) results that contradict themselves:
+// a pass without a finite median ≥ 0 or without samples, stats that disagree with samples_ms, a
+// (case, version) twice.
+void check_results_agree(const std::string& file, const std::vector<Result>& results);
+
+// Checks schema_version and meta.tool, then reads the header and every result, and checks that
+// they agree (check_results_agree).
 ResultsDocument read_results_document(const nlohmann::json& doc, const std::string& file);
-// Reads, parses and checks a results file; every problem (no such file, not JSON, wrong schema,
-// a bad field) throws SchemaError naming the file.
+// Reads, parses and checks a results file; every problem (no such file, not JSON, a number beyond
+// a double, wrong schema, a bad field) throws SchemaError naming the file. A journal of the same
+// run beside it (results_journal.hpp: the run was killed) is merged first.
 ResultsDocument read_results_file(const std::string& path);
 
 }  // namespace knn

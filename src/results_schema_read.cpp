@@ -12,6 +12,7 @@
 #include <limits>
 #include <sstream>
 
+#include "results_journal.hpp"
 #include "results_schema.hpp"
 
 namespace knn {
@@ -273,10 +274,7 @@ bool flag(const json& obj, const char* key, bool fallback) {
 }
 
 // "13.0" → 13000, as the writer's version_string reverses; "" or odd → 0.
-int cuda_version(const std::string& s) {
-  int major = 0, minor = 0;
-  return std::sscanf(s.c_str(), "%d.%d", &major, &minor) == 2 ? major * 1000 + minor * 10 : 0;
-}
+int cuda_version(const std::string& s) { int major = 0, minor = 0; return std::sscanf(s.c_str(), "%d.%d", &major, &minor) == 2 ? major * 1000 + minor * 10 : 0; }
 
 DeviceInfo read_device(const json& d) {
   DeviceInfo di;
@@ -369,6 +367,7 @@ ResultsDocument read_results_document(const json& doc, const std::string& file) 
   out.file = file;
   out.info = run_info_from_json(doc);
   for (std::size_t i = 0; i < results->size(); ++i) out.results.push_back(result_from_json((*results)[i], file, i));
+  check_results_agree(file, out.results);
   return out;
 }
 
@@ -387,7 +386,8 @@ ResultsDocument read_results_file(const std::string& path) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+    merge_journal(path, doc);
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     std::string what = e.what();
     const auto close = what.find("] ");  // drop nlohmann's "[json.exception.parse_error.101] "
     if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what = what.substr(close + 2);

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <exception>
 #include <optional>
 
 #include "core/errors.hpp"
@@ -25,6 +26,7 @@
 #include "selection.hpp"
 #include "skip_reasons.hpp"
 #include "sysinfo.hpp"
+#include "value_range.hpp"
 
 namespace knn {
 namespace {
@@ -104,6 +106,13 @@ int run_benchmark(const RunOptions& opts) {
                                     ec ? ec.message() : "not a directory"));
   }
   Matrix mx = load_matrix(opts.config);
+  {  // nor may an output replace a case's data file
+    std::vector<std::pair<std::string, std::string>> named{{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}};
+    for (const Case& c : mx.cases)
+      for (const std::string* data : {&c.queries_path, &c.references_path})
+        if (!data->empty()) named.emplace_back(fmt::format("case {}'s data file", c.id), *data);
+    refuse_same_files(named);
+  }
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   const auto versions = select_versions(opts.version_specs);
 
@@ -144,6 +153,10 @@ int run_benchmark(const RunOptions& opts) {
   reporters.push_back(make_json_reporter(json_path));
   if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
   if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
+  remove_stale_temporaries({json_path, opts.md_path, opts.csv_path});  // what killed runs left behind
+  for (const std::string& out : {json_path, opts.md_path, opts.csv_path})
+    if (names_standard_output(out)) reserve_standard_output_for_data();  // the screen's lines go to stderr
+  if (opts.isolate) remove_stale_isolate_files();
 
   install_signal_handlers();
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
@@ -165,6 +178,21 @@ int run_benchmark(const RunOptions& opts) {
     results.push_back(std::move(r));
     for (auto& rep : reporters) rep->result(info, results);
   };
+  // A bad data file found mid-run stops it (ConfigError, exit 2), but what finished is saved whole first.
+  struct SaveOnError {
+    RunInfo& info;
+    const std::vector<Result>& results;
+    std::vector<std::unique_ptr<Reporter>>& reporters;
+    const int active = std::uncaught_exceptions();
+    ~SaveOnError() {
+      if (std::uncaught_exceptions() <= active) return;
+      info.complete = false;
+      try {
+        for (auto& rep : reporters) rep->end(info, results);
+      } catch (const std::exception&) {  // the error in flight is the one to report
+      }
+    }
+  } save_on_error{info, results, reporters};
   for (const Case& original : cases) {
     if (stop_requested()) break;
     Case c = original;
@@ -185,39 +213,62 @@ int run_benchmark(const RunOptions& opts) {
     const std::size_t qf = c.self_join ? 0 : std::size_t(c.m) * c.dim, rf = std::size_t(c.n) * c.dim,
                       slots = std::size_t(c.m) * c.topk;
     const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
-    const double have = double(available_host_memory());
-    if (have > 0 && need > 0.9 * have) {
+    const double have = double(usable_host_memory());  // RLIMIT_AS and the cgroup's limit count
+    auto skip_all = [&](const std::string& reason) {
       for (const VersionDesc* v : versions) {
         Result r = base;
         r.version = v->id;
         r.title = v->title;
         r.family = to_string(v->family);
         r.status = Status::skip;
-        r.reason = skip_reason::host_memory(need, have);
+        r.reason = reason;
         announce(c, *v);
         finish(std::move(r));
       }
+    };
+    if (have > 0 && need > 0.9 * have) {
+      skip_all(skip_reason::host_memory(need, have));
       continue;
     }
-
-    HostArray queries(qf, info.host_memory), references(rf, info.host_memory);
-    if (!c.self_join) fill_points(mx, c, PointSet::queries, queries.data());
-    fill_points(mx, c, PointSet::references, references.data());
-    const float* query_points = c.self_join ? references.data() : queries.data();
+    std::optional<HostArray> queries, references;
+    try {  // a limit the estimate missed (ulimit -v, overcommit) skips this case; the run goes on
+      queries.emplace(qf, info.host_memory);
+      references.emplace(rf, info.host_memory);
+    } catch (const std::bad_alloc&) {
+      queries.reset();
+      references.reset();
+      skip_all(skip_reason::out_of_host_memory("allocating the inputs", need, double(usable_host_memory())));
+      continue;
+    }
+    if (!c.self_join) fill_points(mx, c, PointSet::queries, queries->data());
+    fill_points(mx, c, PointSet::references, references->data());
+    const float* query_points = c.self_join ? references->data() : queries->data();
+    refuse_overflowing_distances(mx.file, c, query_points, references->data());
     base.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
-    base.reference_checksum = to_hex(checksum(references.data(), rf));
-    const Problem p{c.dim, c.m, c.n, c.topk, query_points, references.data(), c.self_join};
+    base.reference_checksum = to_hex(checksum(references->data(), rf));
+    const Problem p{c.dim, c.m, c.n, c.topk, query_points, references->data(), c.self_join};
     // --validate-queries wins; else the case's own sample size (large cases), else every query.
     const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
 
     std::optional<Reference> reference;
     for (const VersionDesc* v : versions) {
       if (stop_requested()) break;
-      if (measure.validate && !reference) {
-        if (!why_skipped(*v, p, env)) reference = compute_reference(p, validate_queries);
+      Result r = base;
+      if (measure.validate && !reference && !why_skipped(*v, p, env)) {
+        try {
+          reference = compute_reference(p, validate_queries);
+        } catch (const std::bad_alloc&) {
+          r.version = v->id;
+          r.title = v->title;
+          r.family = to_string(v->family);
+          r.status = Status::skip;
+          r.reason = skip_reason::out_of_host_memory("computing the validation reference", need, double(usable_host_memory()));
+          announce(c, *v);
+          finish(std::move(r));
+          continue;
+        }
       }
       announce(c, *v);
-      Result r = base;
       measure_version(*v, p, env, measure, reference ? &*reference : nullptr, r);
       if (v->gpus != GpuNeed::none) trim_device_pools(env.devices);
       finish(std::move(r));

@@ -18,7 +18,13 @@ std::string host_memory(double need, double have) {
   return fmt::format("needs {} of host memory, host has {} available", gib(need), gib(have));
 }
 
-std::string out_of_host_memory() { return "out of host memory"; }
+std::string working_memory(double need, double have) {
+  return fmt::format("needs {} of host memory (working memory and answers), {} available", gib(need), gib(have));
+}
+
+std::string out_of_host_memory(const std::string& doing, double known_bytes, double have) {
+  return fmt::format("out of host memory {} (inputs and answers {}, {} available)", doing, gib(known_bytes), gib(have));
+}
 
 std::string interrupted(std::size_t samples_taken) {
   return fmt::format("interrupted: stopped after {} of the samples it needed", samples_taken);

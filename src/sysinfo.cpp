@@ -1,6 +1,7 @@
 #include "sysinfo.hpp"
 
 #include <omp.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -35,6 +36,25 @@ std::string utc_format(const char* fmt) {
 }  // namespace
 
 std::size_t available_host_memory() { return meminfo_kb("MemAvailable") * 1024; }
+
+std::size_t usable_host_memory() {
+  std::size_t have = available_host_memory();
+  const auto lower = [&](std::size_t limit) { have = have == 0 ? limit : std::min(have, limit); };
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+    std::size_t pages = 0;  // the address space already in use
+    std::ifstream("/proc/self/statm") >> pages;
+    const std::size_t used = pages * std::size_t(::sysconf(_SC_PAGESIZE));
+    lower(as.rlim_cur > used ? std::size_t(as.rlim_cur) - used : 0);
+  }
+  std::string max;
+  std::size_t current = 0;
+  if ((std::ifstream("/sys/fs/cgroup/memory.max") >> max) && max != "max" && (std::ifstream("/sys/fs/cgroup/memory.current") >> current)) {
+    const std::size_t limit = std::stoull(max);
+    lower(limit > current ? limit - current : 0);
+  }
+  return have;
+}
 
 HostInfo read_host_info() {
   HostInfo h;

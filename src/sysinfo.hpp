@@ -26,6 +26,9 @@ std::string read_first_word(const std::string& path);
 // OpenMP team leaves free, plus one.
 bool host_busy(const HostInfo& h);
 std::size_t available_host_memory();  // MemAvailable now, 0 when unknown
+// What this process can still allocate: MemAvailable, lowered to what RLIMIT_AS (ulimit -v) leaves
+// above the address space in use and to the cgroup's memory.max headroom; 0 when all unknown.
+std::size_t usable_host_memory();
 std::string utc_now_iso();            // 2026-11-21T19:30:00Z
 std::string utc_now_compact();        // 20261121T193000Z
 

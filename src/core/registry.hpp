@@ -53,6 +53,10 @@ struct VersionDesc {
   // Device memory one call needs on each GPU it uses (bytes). When given, the harness checks it
   // against the device's free memory before running and skips with "needs X GiB, device has Y GiB".
   std::function<std::size_t(const Problem&, const Environment&)> device_bytes;
+  // Host memory one call needs beyond the inputs and the answers the harness holds (bytes): trees,
+  // copies, scratch. When given, the harness checks it (plus the answers) against what the process
+  // can still allocate, RLIMIT_AS included, and skips with "needs X GiB ..., Y GiB available".
+  std::function<std::size_t(const Problem&, const Environment&)> host_bytes;
   std::function<std::unique_ptr<VersionInstance>()> make;
 };
 
