@@ -68,6 +68,8 @@ std::string claim_default_results_path(const std::string& stem) {
   throw ConfigError(fmt::format("{}.json: cannot claim a results file name ({}); give one with --json", stem, std::strerror(errno)));
 }
 
+Matrix run_matrix(const RunOptions& opts) { return opts.adhoc_case.empty() ? load_matrix(opts.config) : adhoc_matrix(opts.adhoc_case); }
+
 int run_benchmark(const RunOptions& opts) {
   if (opts.measure.min_samples < 1) throw ConfigError(fmt::format("--min-samples {}: expected at least 1", opts.measure.min_samples));
   if (opts.measure.warmup < 0) throw ConfigError(fmt::format("--warmup {}: expected 0 or more", opts.measure.warmup));
@@ -103,7 +105,7 @@ int run_benchmark(const RunOptions& opts) {
       throw ConfigError(fmt::format("--dump-answers {}: cannot create the folder ({})", opts.measure.dump_answers,
                                     ec ? ec.message() : "not a directory"));
   }
-  Matrix mx = load_matrix(opts.config);
+  Matrix mx = run_matrix(opts);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   const auto versions = select_versions(opts.version_specs);
 
