@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <unistd.h>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "output_file.hpp"
 #include "selection.hpp"
+#include "terminal.hpp"
 
 namespace knn {
 
@@ -327,7 +329,10 @@ int run_compare(const CompareOptions& opts) {
     const ResultsDocument b = read_results_file(opts.file_b);
     const CompareReport rep = compare_runs(a, b, opts);
     // The terminal gets the text report unless the markdown goes to standard output instead.
-    if (opts.markdown_path != "-") fmt::print("{}", format_compare(rep, false));
+    if (opts.markdown_path != "-") {
+      const bool colour = colour_wanted(STDOUT_FILENO);  // a terminal without NO_COLOR
+      fmt::print("{}", paint_word(paint_word(format_compare(rep, false), "SLOWER", Colour::red, colour), "FASTER", Colour::green, colour));
+    }
     std::fflush(stdout);
     if (!opts.markdown_path.empty()) write_output_file(opts.markdown_path, format_compare(rep, true));
     return rep.exit_code();

@@ -15,6 +15,9 @@ class Reporter {
   virtual void begin(const RunInfo& /*info*/) {}
   // A (case, version) is about to run: number `index` (0-based) of `total`.
   virtual void start(const RunInfo& /*info*/, const Case& /*c*/, const std::string& /*version*/, int /*index*/, int /*total*/) {}
+  // A step of the current case that takes time before its versions run: "generating data",
+  // "validation reference". Shown on a terminal's progress line.
+  virtual void step(const Case& /*c*/, const std::string& /*what*/) {}
   // A result finished; `all` holds every finished result so far, this one last.
   virtual void result(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}
   virtual void end(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}

@@ -151,7 +151,7 @@ int run_benchmark(const RunOptions& opts) {
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
   for (auto& rep : reporters) rep->begin(info);
   if (host_busy(info.host) && !opts.quiet && !opts.isolated_child)
-    fmt::print("knnbench: warning: the machine is busy (load average {:.2f} on {} logical CPUs, {} OpenMP threads): expect noisy times\n",
+    fmt::print("knnbench: warning: busy machine (load {:.2f} on {} logical CPUs, {} OpenMP threads): expect noisy times\n",
                info.host.load_1min, info.host.cores, info.host.omp_threads);
 
   std::vector<Result> results;
@@ -202,6 +202,7 @@ int run_benchmark(const RunOptions& opts) {
       continue;
     }
 
+    for (auto& rep : reporters) rep->step(c, c.queries_file.empty() && c.references_file.empty() ? "generating data" : "reading data");
     HostArray queries(qf, info.host_memory), references(rf, info.host_memory);
     if (!c.self_join) fill_points(mx, c, PointSet::queries, queries.data());
     fill_points(mx, c, PointSet::references, references.data());
@@ -216,7 +217,10 @@ int run_benchmark(const RunOptions& opts) {
     for (const VersionDesc* v : versions) {
       if (stop_requested()) break;
       if (measure.validate && !reference) {
-        if (!why_skipped(*v, p, env)) reference = compute_reference(p, validate_queries);
+        if (!why_skipped(*v, p, env)) {
+          for (auto& rep : reporters) rep->step(c, "validation reference (v0 on every core)");
+          reference = compute_reference(p, validate_queries);
+        }
       }
       announce(c, *v);
       Result r = base;
