@@ -197,7 +197,10 @@ int cli_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     const bool in_compare = compare->parsed();
-    fmt::print(stderr, "knnbench{}: {}\nRun 'knnbench{} --help' for the options.\n", in_compare ? " compare" : "", e.what(),
+    const std::string what = e.what();
+    // --version selects versions: someone asking for the program's version is pointed to -V.
+    const std::string hint = what.rfind("--version:", 0) == 0 ? " (versions to run, e.g. --version v8; the program's version: -V)" : "";
+    fmt::print(stderr, "knnbench{}: {}{}\nRun 'knnbench{} --help' for the options.\n", in_compare ? " compare" : "", what, hint,
                in_compare ? " compare" : "");
     return kExitUsage;
   }

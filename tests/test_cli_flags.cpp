@@ -46,8 +46,10 @@ TEST(CliFlags, ProgramVersionFromDashVAndTheSubcommand) {
     EXPECT_EQ(r.code, 0) << args << ": " << r.out;
     EXPECT_EQ(r.out, expect) << args;
   }
-  // --version stays the version selector: alone it wants a value.
-  EXPECT_EQ(run(KNN_BINARY, "--version").code, 2);
+  // --version stays the version selector: alone it wants a value, and the message points to -V.
+  const auto alone = run(KNN_BINARY, "--version");
+  EXPECT_EQ(alone.code, 2) << alone.out;
+  EXPECT_NE(alone.out.find("the program's version: -V"), std::string::npos) << alone.out;
 }
 
 TEST(CliFlags, CaseAndGroupIntersect) {
