@@ -331,7 +331,8 @@ int run_compare(const CompareOptions& opts) {
     // The terminal gets the text report unless the markdown goes to standard output instead.
     if (opts.markdown_path != "-") {
       const bool colour = colour_wanted(STDOUT_FILENO);  // a terminal without NO_COLOR
-      fmt::print("{}", paint_word(paint_word(format_compare(rep, false), "SLOWER", Colour::red, colour), "FASTER", Colour::green, colour));
+      const std::string text = wrap_lines(format_compare(rep, false), kScreenWidth);
+      fmt::print("{}", paint_word(paint_word(text, "SLOWER", Colour::red, colour), "FASTER", Colour::green, colour));
     }
     std::fflush(stdout);
     if (!opts.markdown_path.empty()) write_output_file(opts.markdown_path, format_compare(rep, true));

@@ -35,6 +35,16 @@ std::string duration(double s) {
   return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s, 3600) / 60);
 }
 
+std::vector<std::string> split_remarks(const std::string& remarks) {
+  std::vector<std::string> parts;
+  for (std::size_t start = 0; start < remarks.size();) {
+    const std::size_t end = std::min(remarks.find("; ", start), remarks.size());
+    parts.push_back(remarks.substr(start, end - start));
+    start = end + 2;
+  }
+  return parts;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -149,7 +159,10 @@ class ScreenReporter final : public Reporter {
         tail += fmt::format(" (validated {} of {} queries)", r.validation.queries_checked, r.problem_case.m);
       if (!r.path.empty()) tail += " path: " + r.path;
       if (!r.note.empty()) tail += " note: " + r.note;
-      const std::string remarks = result_remarks(r);
+      // A remark the note already makes ("N calls per sample") is not said twice on one line.
+      std::string remarks;
+      for (const auto& part : split_remarks(result_remarks(r)))
+        if (r.note.find(part) == std::string::npos) remarks += (remarks.empty() ? "" : "; ") + part;
       if (!remarks.empty()) tail += " (" + remarks + ")";
       line = fmt::format("Pass: {} {:>10} ms ±{}% n={}{}{}", head, format_ms(r.stats.median), format_noise_pct(r.stats.median_noise_pct),
                          r.stats.samples, phases.empty() ? "" : " [" + phases.substr(1) + "]", tail);

@@ -108,6 +108,20 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent)
   return out;
 }
 
+std::string wrap_lines(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+    out += display_width(line) <= width ? line + (end < text.size() ? "\n" : "") : wrap(line, width, std::min(lead + 2, width / 2));
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string text_table_in_blocks(const TableRows& rows, const std::vector<Align>& align, std::size_t width) {
   if (rows.empty()) return "";
   std::vector<std::size_t> col(rows[0].size(), 0);

@@ -28,6 +28,10 @@ std::size_t display_width(const std::string& text);
 // Each line ends in '\n'.
 std::string wrap(const std::string& text, std::size_t width, std::size_t indent);
 
+// Each line of `text` longer than `width` wrapped, its continuations indented two columns more
+// than the line itself; shorter lines unchanged.
+std::string wrap_lines(const std::string& text, std::size_t width);
+
 // text_table() split into blocks of columns that fit `width`, the first (label) column repeated in
 // each block, a blank line between blocks.
 std::string text_table_in_blocks(const TableRows& rows, const std::vector<Align>& align, std::size_t width);

@@ -9,9 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 
+#include "cli_support.hpp"
 #include "compare.hpp"
 #include "stats.hpp"
+#include "terminal.hpp"
 
 namespace {
 
@@ -689,6 +692,9 @@ TEST(CompareFiles, MarkdownGoesToAFileOrToStdout) {
   EXPECT_EQ(knn::run_compare(o), 1);
   const std::string text = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(text.find("| "), std::string::npos) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos) << "colour in piped output";
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(knn::display_width(line), knn::kScreenWidth) << line;
   std::ifstream in(o.markdown_path);
   const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(md.find("| "), std::string::npos) << md;
@@ -697,5 +703,15 @@ TEST(CompareFiles, MarkdownGoesToAFileOrToStdout) {
   ::testing::internal::CaptureStdout();
   EXPECT_EQ(knn::run_compare(o), 1);
   EXPECT_EQ(::testing::internal::GetCapturedStdout(), md);
+  // On a terminal (script(1)) SLOWER is red; with NO_COLOR, and in the markdown, never.
+  if (std::system("command -v script >/dev/null 2>&1") == 0) {
+    const std::string cmd = "script -qec '" + std::string(KNN_BINARY) + " compare " + o.file_a + " " + o.file_b + "' /dev/null";
+    const auto tty = knn::testing::run("", cmd);
+    EXPECT_EQ(tty.code, 1) << tty.out;
+    EXPECT_NE(tty.out.find("\033[1;31mSLOWER\033[0m"), std::string::npos) << tty.out;
+    const auto plain = knn::testing::run("NO_COLOR=1", cmd);
+    EXPECT_EQ(plain.out.find('\033'), std::string::npos) << plain.out;
+    EXPECT_NE(plain.out.find("SLOWER"), std::string::npos) << plain.out;
+  }
   std::filesystem::remove_all(dir);
 }

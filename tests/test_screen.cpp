@@ -105,6 +105,12 @@ TEST(Terminal, WideTablesSplitIntoBlocksWithTheLabelRepeated) {
   EXPECT_EQ(std::count(out.begin(), out.end(), 'v') / 14, blocks);  // the label column in every block (v0..v13 once each)
 }
 
+TEST(Terminal, WrapLinesLeavesShortLinesAlone) {
+  const std::string long_line = "  " + std::string(60, 'a') + " " + std::string(60, 'b');
+  const std::string text = "short\n\n" + long_line + "\nlast";
+  EXPECT_EQ(knn::wrap_lines(text, 100), "short\n\n  " + std::string(60, 'a') + "\n    " + std::string(60, 'b') + "\nlast");
+}
+
 // The screen of a GPU-less machine: 11 GPU versions skip every case; one line says so.
 TEST(Screen, SkipsCollapseIntoOneLinePerReasonAndTheFastestIsMarked) {
   std::vector<knn::Result> all;
@@ -119,6 +125,8 @@ TEST(Screen, SkipsCollapseIntoOneLinePerReasonAndTheFastestIsMarked) {
       else all.push_back(make(c, k, id, knn::Status::skip, 0, "no CUDA device"));
     }
   }
+  all[0].calls_per_sample = 40;  // said by the note and by the remarks: once on the line
+  all[0].note = "40 calls per sample (times are per call)";
   knn::RunInfo info;
   auto screen = knn::make_screen_reporter(false);
   ::testing::internal::CaptureStdout();
@@ -134,6 +142,9 @@ TEST(Screen, SkipsCollapseIntoOneLinePerReasonAndTheFastestIsMarked) {
   expect_fits(out);
   EXPECT_EQ(out.find('\033'), std::string::npos) << "colour in piped output";
   EXPECT_EQ(out.find("Skip:"), std::string::npos) << out;
+  const auto first = out.find("calls per sample");
+  ASSERT_NE(first, std::string::npos) << out;
+  EXPECT_EQ(out.find("calls per sample", first + 1), std::string::npos) << out;
   const auto lines = lines_of(out);
   EXPECT_EQ(std::count_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find("no CUDA device") != std::string::npos; }), 1) << out;
   EXPECT_NE(out.find("Skipped v1–v9, v11, v13 on every case: no CUDA device\n"), std::string::npos) << out;
