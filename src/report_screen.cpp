@@ -219,7 +219,7 @@ class ScreenReporter final : public Reporter {
     if (!tty_) return;
     std::string line = fmt::format("[{}/{}] {}  elapsed {}  ETA {}", index_ + 1, total_, what_, duration(seconds_since(t0_)), eta());
     const double busy = seconds_since(item_start_);
-    if (busy >= 3) line += fmt::format("  ({}{})", duration(busy), measuring_ ? fmt::format(", calls so far: {}", calls_made_now()) : "");
+    if (busy >= 3) line += fmt::format("  ({}{})", duration(busy), measuring_ && calls_made_now() > 0 ? fmt::format(", calls so far: {}", calls_made_now()) : "");
     if (display_width(line) > kScreenWidth - 1) line = line.substr(0, kScreenWidth - 1);
     fmt::print("\r\033[K{}", line);
     std::fflush(stdout);
