@@ -211,6 +211,8 @@ int cli_main(int argc, char** argv) {
   if (compare->parsed()) return run_compare(compare_opts);
   if (report->parsed()) return rewrite_report(report_in, report_md, report_csv);
   if (!child_options_file.empty()) return run_benchmark(read_child_options(child_options_file));
+  if (!o.adhoc_case.empty() && app.get_option("--config")->count() > 0)
+    throw ConfigError(fmt::format("--config {} with --k/--m/--n: a case given by flags replaces the matrix; give one or the other", o.config));
   o.config = resolve_default_config(o.config);
 
   if (build_info_flag) {

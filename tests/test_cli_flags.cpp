@@ -124,7 +124,8 @@ TEST(CliFlags, AdhocCaseErrorsNameTheFlag) {
            {"--k 16 --m 10 --n 100 --distribution zipf", "--distribution: \"zipf\": expected a distribution"},
            {"--k 16 --m 10 --n 100 --self-join", "--m: 10: expected m = n = 100 or no m"},
            {"--m 10 --n 100", "--k: required"},
-           {"--k 3 --n 100", "--m: required"}}) {
+           {"--k 3 --n 100", "--m: required"},
+           {kConfig + " --k 3 --m 10 --n 100", "a case given by flags replaces the matrix"}}) {
     const auto r = run(KNN_BINARY, "--list " + args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find(expect), std::string::npos) << args << ": " << r.out;
