@@ -112,13 +112,11 @@ class ScreenReporter final : public Reporter {
 
   void begin(const RunInfo& info) override {
     if (quiet_) return;
-    // Pinned inputs need a CUDA context: without a device they are pageable, and the line says why.
-    const std::string memory = info.devices.empty() && info.host_memory == HostMemory::pageable
-                                   ? fmt::format("pageable host memory: pinned memory needs a CUDA device, none here ({})", info.device_note)
-                                   : to_string(info.host_memory) + std::string(" host memory");
-    print_wrapped(fmt::format("knnbench: matrix {} ({})", info.matrix_file, memory));
+    print_wrapped(fmt::format("knnbench: matrix {}", info.matrix_file));
     print_wrapped(fmt::format("Host: {} | {} | {} cores | {:.1f} GiB | {} OpenMP threads", info.host.hostname, info.host.cpu_model,
                               info.host.cores, info.host.memory_bytes / 1073741824.0, info.host.omp_threads));
+    // Pinned inputs need a CUDA context: without a device they are pageable, and the line says why.
+    print_wrapped("Host memory: " + host_memory_text(info));
     fmt::print("Devices:\n");
     if (info.devices.empty()) print_wrapped(fmt::format("  none ({})", info.device_note));
     for (std::size_t i = 0; i < info.devices.size(); ++i) {

@@ -141,6 +141,8 @@ TEST(CliFlags, DevicesWithoutAGpuSkipsAndExitsZero) {
   const auto j = nlohmann::json::parse(in);
   if (!j["devices"].empty()) GTEST_SKIP() << "this machine has a GPU: --devices 0,1 selects real devices";
   EXPECT_EQ(r.code, 0) << r.out;
+  // Pinned inputs fell back to pageable: the screen says why.
+  EXPECT_NE(r.out.find("Host memory: pageable (pinned memory needs a CUDA device, none here: "), std::string::npos) << r.out;
   for (const auto& res : j["results"]) {
     if (res["family"] == "cpu" || res["family"] == "tree") EXPECT_EQ(res["status"], "pass") << res["version"];
     else EXPECT_EQ(res["status"], "skip") << res["version"];
