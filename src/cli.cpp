@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "build_info.hpp"
@@ -19,6 +20,7 @@
 #include "output_file.hpp"
 #include "results_schema.hpp"
 #include "runner.hpp"
+#include "selection.hpp"
 
 #ifndef KNN_SOURCE_DIR
 #define KNN_SOURCE_DIR "."
@@ -36,14 +38,17 @@ const char* gpu_need(GpuNeed g) {
   return "?";
 }
 
+// What a run with the same --version, --case and --group would run (an unknown id is an error, exit 2).
 int list(const RunOptions& opts) {
+  const auto versions = select_versions(opts.version_specs);
+  const Matrix mx = run_matrix(opts);
+  const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   fmt::print("Versions:\n");
-  for (const auto& v : Registry::instance().versions())
-    fmt::print("  {:<4} {:<9} {:<17} {}\n", v.id, to_string(v.family), gpu_need(v.gpus), v.title);
-  const Matrix mx = load_matrix(opts.config);
+  for (const VersionDesc* v : versions)
+    fmt::print("  {:<4} {:<9} {:<17} {}\n", v->id, to_string(v->family), gpu_need(v->gpus), v->title);
   fmt::print("\nCases in {} (k = dimension, m = queries, n = references, topk = neighbours):\n", mx.file);
   fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<14} {:>10}  groups\n", "id", "k", "m", "n", "topk", "data", "seed");
-  for (const auto& c : mx.cases) {
+  for (const auto& c : cases) {
     std::string groups;
     for (const auto& g : c.groups) groups += (groups.empty() ? "" : ",") + g;
     std::string files;
@@ -87,10 +92,10 @@ std::string resolve_default_config(const std::string& path) {
 
 void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--config", o.config, "Test matrix (JSON); see README for the schema")->capture_default_str();
-  app.add_option("--version", o.version_specs, "Versions to run: v8, or lists like v1,v3 (repeatable; default all)");
+  app.add_option("--version", o.version_specs, "Versions to run: v8, lists like v1,v3, ranges like v10-v12 (repeatable; default all)");
   app.add_option("--case", o.case_specs, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)");
-  app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable)");
-  app.add_flag("--list", o.list, "List the registered versions and the matrix's cases, then exit");
+  app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable; with --case: both)");
+  app.add_flag("--list", o.list, "List the versions and cases a run would take (--version, --case, --group apply), then exit");
   app.add_option("--devices", o.devices, "GPUs to use: all, ordinals like 0,1, or a range like 0-3")->capture_default_str();
   app.add_option("--host-memory", o.host_memory, "Host input memory: pinned (cudaMallocHost) or pageable (malloc, as the seeds)")
       ->capture_default_str();
@@ -128,6 +133,18 @@ void add_run_options(CLI::App& app, RunOptions& o) {
       ->capture_default_str();
   app.add_option("--dump-answers", o.measure.dump_answers,
                  "Folder for each result's answer as NumPy files case<ID>-<VERSION>-{indices,distances}.npy (m x topk)");
+  // One case without a matrix file: each flag is a field of the matrix schema, checked by its loader.
+  for (const auto& [flag, field, help] :
+       {std::tuple{"--k", "k", "Ad-hoc case instead of --config: dimension (with --m, --n; e.g. --k 16 --m 1024 --n 1e6)"},
+        std::tuple{"--m", "m", "Ad-hoc case: number of queries"}, std::tuple{"--n", "n", "Ad-hoc case: number of references"},
+        std::tuple{"--topk", "topk", "Ad-hoc case: neighbours per query (default 1)"},
+        std::tuple{"--distribution", "distribution", "Ad-hoc case: uniform (default), clusters, duplicates or integers"}}) {
+    const std::string key = field;
+    app.add_option_function<std::string>(flag, [&o, key](const std::string& text) { o.adhoc_case[key] = text; }, help)
+        ->group("Ad-hoc case");
+  }
+  app.add_flag_callback("--self-join", [&o] { o.adhoc_case["self_join"] = "true"; }, "Ad-hoc case: the references are the queries (no --m)")
+      ->group("Ad-hoc case");
   app.add_flag("--quiet", o.quiet, "Print only the final table");
   app.add_flag("--isolate", o.isolate,
                "Run each (case, version) in its own child process: a crash, a GPU fault or a call over --max-time is recorded "
@@ -144,21 +161,27 @@ int cli_main(int argc, char** argv) {
       "  knnbench --group smoke                 fast cases, every version\n"
       "  knnbench --version v8 --case 11        one version on one case\n"
       "  knnbench --version v1,v3 --case 8-11 --json out.json --md out.md\n"
-      "  knnbench --list                        versions and cases\n"
+      "  knnbench --version v10-v12 --group smoke   a range of versions on the smoke cases\n"
+      "  knnbench --list --group ta             the versions and cases a run would take\n"
+      "  knnbench -V                            the program's version (--build-info: compilers, git sha)\n"
       "  knnbench compare A.json B.json         compare two results files (see compare --help)\n"
       "  knnbench report A.json --md A.md       rewrite a results file as markdown or CSV\n\n"
       "Exit codes: 0 all ran and validated, 1 a validation failure or a failing version,\n"
-      "2 a usage or configuration error, 130 interrupted (results so far are saved).",
+      "2 a usage or configuration error, 3 an internal error, 130 interrupted (Ctrl-C),\n"
+      "143 terminated (SIGTERM); results so far are saved.",
       "knnbench"};
   app.get_formatter()->column_width(34);
 
   RunOptions o;
   o.argv.assign(argv, argv + argc);
   add_run_options(app, o);
-  bool build_info_flag = false;
+  bool build_info_flag = false, version_flag = false;
   std::string child_options_file;
   app.add_option("--isolated-child", child_options_file, "(internal) run as an --isolate child with the options in FILE")->group("");
   app.add_flag("--build-info", build_info_flag, "Print the build's version, git sha and compilers, then exit");
+  // --version selects versions of the algorithm; the program's own version is -V or `knnbench version`.
+  app.add_flag("-V", version_flag, "Print the program's version, then exit (--build-info says more)");
+  CLI::App* version_cmd = app.add_subcommand("version", "Print the program's version, then exit");
 
   CompareOptions compare_opts;
   CLI::App* compare = add_compare_subcommand(app, compare_opts);
@@ -174,13 +197,22 @@ int cli_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     const bool in_compare = compare->parsed();
-    fmt::print(stderr, "knnbench{}: {}\nRun 'knnbench{} --help' for the options.\n", in_compare ? " compare" : "", e.what(),
+    const std::string what = e.what();
+    // --version selects versions: someone asking for the program's version is pointed to -V.
+    const std::string hint = what.rfind("--version:", 0) == 0 ? " (versions to run, e.g. --version v8; the program's version: -V)" : "";
+    fmt::print(stderr, "knnbench{}: {}{}\nRun 'knnbench{} --help' for the options.\n", in_compare ? " compare" : "", what, hint,
                in_compare ? " compare" : "");
-    return in_compare ? kCompareExitUsage : kExitUsage;
+    return kExitUsage;
+  }
+  if (version_flag || version_cmd->parsed()) {
+    fmt::print("knnbench {}\n", build_info::version);
+    return kExitOk;
   }
   if (compare->parsed()) return run_compare(compare_opts);
   if (report->parsed()) return rewrite_report(report_in, report_md, report_csv);
   if (!child_options_file.empty()) return run_benchmark(read_child_options(child_options_file));
+  if (!o.adhoc_case.empty() && app.get_option("--config")->count() > 0)
+    throw ConfigError(fmt::format("--config {} with --k/--m/--n: a case given by flags replaces the matrix; give one or the other", o.config));
   o.config = resolve_default_config(o.config);
 
   if (build_info_flag) {

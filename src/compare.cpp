@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <unistd.h>
 #include <limits>
 #include <map>
 #include <set>
 
+#include "output_file.hpp"
 #include "selection.hpp"
+#include "terminal.hpp"
 
 namespace knn {
 
@@ -326,16 +329,24 @@ int run_compare(const CompareOptions& opts) {
     const ResultsDocument a = read_results_file(opts.file_a);
     const ResultsDocument b = read_results_file(opts.file_b);
     const CompareReport rep = compare_runs(a, b, opts);
-    fmt::print("{}", format_compare(rep, opts.markdown));
+    // The terminal gets the text report unless the markdown goes to standard output instead.
+    if (opts.markdown_path != "-") {
+      const bool colour = colour_wanted(STDOUT_FILENO);  // a terminal without NO_COLOR
+      const std::string text = wrap_lines(format_compare(rep, false), kScreenWidth);
+      fmt::print("{}", paint_word(paint_word(text, "SLOWER", Colour::red, colour), "FASTER", Colour::green, colour));
+    }
     std::fflush(stdout);
+    if (!opts.markdown_path.empty()) write_output_file(opts.markdown_path, format_compare(rep, true));
     return rep.exit_code();
   } catch (const CompareError& e) {
     fmt::print(stderr, "knnbench compare: {}\n", e.what());
   } catch (const SchemaError& e) {
     fmt::print(stderr, "knnbench compare: {}\n", e.what());
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "knnbench compare: {}\n", e.what());
   } catch (const std::exception& e) {
-    // Never an exit code in 1..125: those count SLOWER verdicts.
     fmt::print(stderr, "knnbench compare: internal error: {}\n", e.what());
+    return kExitInternal;
   }
   return kCompareExitUsage;
 }
@@ -358,7 +369,8 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
       ->type_name("PCT");
   sub->add_option("--version", opts.versions, "Versions to compare: v3, or lists like v1,v3 (repeatable; default all)")->delimiter(',');
   sub->add_option("--case", opts.cases, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)")->delimiter(',');
-  sub->add_flag("--md", opts.markdown, "Print the report as markdown, for pasting into reports");
+  sub->add_option("--md", opts.markdown_path, "Also write the report as markdown to FILE (\"-\": standard output, instead of the text)")
+      ->type_name("FILE");
   sub->footer(
       "Verdicts: SLOWER or FASTER only when the median moved by more than --threshold (default 5 %) and by more\n"
       "than --min-change (default 0.05 ms: the spread between two processes of sub-millisecond GPU calls), beyond the\n"
@@ -366,9 +378,9 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
       "the raw samples rejects equality at --alpha (default 0.01); SAME otherwise. \"too few samples\" when the U\n"
       "test cannot reach alpha (e.g. 4 against 4 samples at 0.01); ???? without a time or raw samples.\n"
       "Results whose input checksums differ are refused; skipped or failed ones are listed, not compared.\n\n"
-      "Exit codes (compare): 0 no SLOWER verdict; 1-124 the number of SLOWER verdicts (capped at 124);\n"
-      "125 nothing compared (no pair of passing results), with the reason; 126 a usage error (missing or\n"
-      "invalid file, wrong schema_version, bad flag), with a one-line message.\n\n"
+      "Exit codes (compare): 0 no SLOWER verdict; 1 at least one SLOWER verdict (the report counts them);\n"
+      "2 nothing compared (no pair of passing results, with the reason) or a usage error (missing or\n"
+      "invalid file, wrong schema_version, bad flag), with a one-line message; 3 an internal error.\n\n"
       "Example: knnbench compare results/h100/default.json results/local/mybox.json --version v3,v8 --case 8-11");
   return sub;
 }

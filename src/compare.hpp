@@ -9,18 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "results_schema.hpp"
 #include "stats.hpp"  // mann_whitney_p
 
 namespace knn {
 
-// compare's exit codes: 0 no SLOWER verdict, 1..124 the number of SLOWER verdicts (capped),
-// 125 nothing compared (no pair of passing results: a CI gate must not pass on an empty
-// comparison), 126 a usage error (missing or invalid file, bad flag). Not the project's 2, which
-// would read as "2 slower".
-inline constexpr int kCompareMaxSlowerExit = 124;
-inline constexpr int kCompareExitNothingCompared = 125;
-inline constexpr int kCompareExitUsage = 126;
+// compare's exit codes follow the program's (core/errors.hpp): 0 no SLOWER verdict, 1 at least
+// one SLOWER verdict (the report counts them), 2 a usage error (missing or invalid file, bad flag)
+// or nothing compared (no pair of passing results: a CI gate must not pass on an empty
+// comparison), 3 an internal error.
+inline constexpr int kCompareExitSlower = kExitValidationFailed;
+inline constexpr int kCompareExitNothingCompared = kExitUsage;
+inline constexpr int kCompareExitUsage = kExitUsage;
 // Fewer raw samples on either side: no U test, and the verdict is "too few samples".
 inline constexpr int kCompareMinSamples = 3;
 
@@ -32,7 +33,7 @@ struct CompareOptions {
   double hide_below_pct = 0;          // --hide-below: do not print pairs with |B/A − 1|·100 below this
   std::vector<std::string> versions;  // "v3", "v1,v3"
   std::vector<std::string> cases;     // "11", "8-11", "0,3"
-  bool markdown = false;
+  std::string markdown_path;           // --md FILE: the report as markdown ("-": standard output)
 };
 
 // A usage problem: a missing or invalid file, a bad filter. The message names the file.
@@ -102,7 +103,7 @@ struct CompareReport {
   std::string nothing_compared;  // why no pair was judged; empty when some were
   int exit_code() const {
     if (pairs.empty()) return kCompareExitNothingCompared;
-    return slower < kCompareMaxSlowerExit ? slower : kCompareMaxSlowerExit;
+    return slower > 0 ? kCompareExitSlower : kExitOk;
   }
 };
 

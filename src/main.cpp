@@ -16,6 +16,6 @@ int main(int argc, char** argv) {
     return knn::kExitUsage;
   } catch (const std::exception& e) {
     fmt::print(stderr, "knnbench: internal error: {}\n", e.what());
-    return 3;
+    return knn::kExitInternal;
   }
 }

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -266,6 +268,44 @@ Matrix load_matrix(const std::string& path) {
   in.read(text.data(), size);
   if (!in) throw ConfigError(fmt::format("{}: cannot read the matrix file", path));
   return parse_matrix(text, path);
+}
+
+}  // namespace knn
+
+namespace knn {
+
+Matrix adhoc_matrix(const std::map<std::string, std::string>& fields) {
+  // The text as a JSON integer when it is a whole number (1e6 too), else as it is: the loader then
+  // says what it expected of that field.
+  auto value = [](const std::string& text) -> json {
+    if (text.empty() || text.find_first_not_of("0123456789eE+-.") != std::string::npos) return text;
+    char* end = nullptr;
+    const double d = std::strtod(text.c_str(), &end);
+    if (*end != '\0' || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) return text;
+    return json(static_cast<long long>(d));
+  };
+  json c = {{"id", 0}, {"groups", {"adhoc"}}};
+  for (const auto& [field, text] : fields) c[field] = field == "self_join" ? json(text == "true") : value(text);
+  for (const char* req : {"k", "n"})
+    if (!c.contains(req)) throw ConfigError(fmt::format("--{}: required for a case given on the command line", req));
+  if (!c.contains("m") && !c.value("self_join", false))
+    throw ConfigError("--m: required for a case given on the command line (or --self-join)");
+  const json doc = {{"schema_version", kMatrixSchemaVersion}, {"cases", {c}}};
+  try {
+    return parse_matrix(doc.dump(), kAdhocMatrixFile);
+  } catch (const ConfigError& e) {
+    // "command line: /cases/0/n: 0: expected ..." names the flag instead: "--n: 0: expected ...".
+    std::string msg = e.what();
+    const std::string head = std::string(kAdhocMatrixFile) + ": /cases/0/";
+    if (msg.rfind(head, 0) == 0) {
+      msg = msg.substr(head.size());
+      const std::size_t colon = msg.find(':');
+      std::string flag = msg.substr(0, colon);
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      msg = "--" + flag + msg.substr(colon);
+    }
+    throw ConfigError(msg);
+  }
 }
 
 }  // namespace knn

@@ -2,6 +2,7 @@
 // The JSON test matrix: a list of cases (dim `k`, queries `m`, references `n`, neighbour count
 // `topk`, data distribution and seed, optionally a self-join), grouped for selection with --group.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,13 @@ inline constexpr std::uint64_t kDefaultSeed = 20240607;
 // folder of `path` (of `file_label` for parse_matrix).
 Matrix load_matrix(const std::string& path);
 Matrix parse_matrix(const std::string& text, const std::string& file_label);
+
+// A one-case matrix from the command line (--k 16 --m 1024 --n 1e6 --topk 8 --self-join
+// --distribution clusters): `fields` maps a case field of the matrix schema (k, m, n, topk,
+// self_join, distribution) to the flag's text. The matrix loader checks it, and its messages name
+// the flag ("--n 0: expected ..."). Whole numbers may be written as 1e6. The case is id 0 in group
+// "adhoc"; the matrix's file is "command line".
+inline constexpr const char* kAdhocMatrixFile = "command line";
+Matrix adhoc_matrix(const std::map<std::string, std::string>& fields);
 
 }  // namespace knn

@@ -28,6 +28,8 @@ double elapsed_ms(std::chrono::steady_clock::time_point a, std::chrono::steady_c
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+std::atomic<int> g_calls_made{0};
+
 long long now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
 
 void clear_samples(Result& r) {
@@ -134,8 +136,11 @@ void Watchdog::watch() {
   }
 }
 
+int calls_made_now() { return g_calls_made.load(std::memory_order_relaxed); }
+
 void measure_version(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,
                      const Reference* reference, Result& r, MeasureRecord* record) {
+  g_calls_made.store(0, std::memory_order_relaxed);
   MeasureRecord local;
   MeasureRecord& rec = record ? *record : local;
   rec = MeasureRecord{};
@@ -176,6 +181,7 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     const auto t2 = std::chrono::steady_clock::now();
     if (watchdog) watchdog->call_finished();
     const double total = elapsed_ms(t0, t2), per = 1.0 / batch;
+    g_calls_made.fetch_add(1, std::memory_order_relaxed);
     if (keep) {
       r.samples_ms.push_back(total * per);
       if (desc.has_build) r.phase_samples_ms["build"].push_back(elapsed_ms(t0, t1) * per);

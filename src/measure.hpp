@@ -30,6 +30,10 @@ struct MeasureRecord {
   std::vector<ClockRecord> clocks;   // GPU versions: each device used, before and after sampling
 };
 
+// Calls (warm-up and timed batches) that the measure_version running now has made so far, for a
+// progress display on another thread; 0 when a measure_version starts.
+int calls_made_now();
+
 // Measures one version on one problem: skip checks, warm-up, sampling, validation against
 // `reference` (may be null when validation is off). `r` arrives with the case
 // fields filled in and leaves complete; `record`, when given, receives what MeasureRecord says.

@@ -4,6 +4,7 @@
 // it is named in the NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE list below; tests/test_isolate.cpp
 // checks that every command-line flag survives the round trip.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,6 +55,9 @@ struct RunOptions {
   bool isolated_child = false;  // this process is such a child: no screen output
   std::string json_path, md_path, csv_path;
   std::vector<std::string> argv;
+  // A case given by flags instead of a matrix (--k, --m, --n, --topk, --self-join, --distribution):
+  // matrix field -> the flag's text (matrix.hpp, adhoc_matrix). Empty: the --config matrix.
+  std::map<std::string, std::string> adhoc_case;
 };
 
 // Every field by name; from_json requires each one (a missing field throws), so a file from
@@ -61,6 +65,6 @@ struct RunOptions {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, validate,
                                    validate_queries, dump_answers, kill_after_max_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, devices, host_memory, seed, measure, quiet, list,
-                                   isolate, isolated_child, json_path, md_path, csv_path, argv)
+                                   isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case)
 
 }  // namespace knn

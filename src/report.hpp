@@ -15,6 +15,9 @@ class Reporter {
   virtual void begin(const RunInfo& /*info*/) {}
   // A (case, version) is about to run: number `index` (0-based) of `total`.
   virtual void start(const RunInfo& /*info*/, const Case& /*c*/, const std::string& /*version*/, int /*index*/, int /*total*/) {}
+  // A step of the current case that takes time before its versions run: "generating data",
+  // "validation reference". Shown on a terminal's progress line.
+  virtual void step(const Case& /*c*/, const std::string& /*what*/) {}
   // A result finished; `all` holds every finished result so far, this one last.
   virtual void result(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}
   virtual void end(const RunInfo& /*info*/, const std::vector<Result>& /*all*/) {}
@@ -46,6 +49,9 @@ std::string format_noise_pct(double pct);
 // What a reader must know about a result beyond its time: interrupted, noise target missed,
 // calls per sample, a clock or throttle change during sampling ("" when nothing).
 std::string result_remarks(const Result& r);
+// The run's host memory, with the reason when pinned memory fell back to pageable (no device):
+// "pageable (pinned memory needs a CUDA device, none here: built without CUDA)".
+std::string host_memory_text(const RunInfo& info);
 // Median of a phase over the samples, or a negative value when the phase was not reported.
 double phase_median(const Result& r, const std::string& phase);
 // Every phase a result reported except the harness's own (build, query) and the total: the

@@ -76,6 +76,12 @@ std::string summary_legend(const std::vector<Result>& results) {
   return s;
 }
 
+std::string host_memory_text(const RunInfo& info) {
+  if (info.devices.empty() && info.host_memory == HostMemory::pageable)
+    return fmt::format("pageable (pinned memory needs a CUDA device, none here: {})", info.device_note);
+  return to_string(info.host_memory);
+}
+
 std::string format_noise_pct(double pct) { return std::isfinite(pct) ? fmt::format("{:.1f}", pct) : "-"; }
 
 std::string result_remarks(const Result& r) {

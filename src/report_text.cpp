@@ -30,7 +30,7 @@ class MarkdownReporter final : public Reporter {
     if (info.devices.empty()) s += fmt::format("- devices: none ({})\n", info.device_note);
     for (const auto& d : info.devices)
       s += fmt::format("- device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", d.ordinal, d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_memory / 1073741824.0);
-    s += fmt::format("- matrix: {} ({}), host memory: {}\n", info.matrix_file, info.matrix_checksum, to_string(info.host_memory));
+    s += fmt::format("- matrix: {} ({}), host memory: {}\n", info.matrix_file, info.matrix_checksum, host_memory_text(info));
     s += "\n## Median wall time per call (ms)\n\n";
     s += markdown_table(summary_table(all), {});
     const std::string legend = summary_legend(all);

@@ -70,6 +70,8 @@ std::string claim_default_results_path(const std::string& stem) {
   throw ConfigError(fmt::format("{}.json: cannot claim a results file name ({}); give one with --json", stem, std::strerror(errno)));
 }
 
+Matrix run_matrix(const RunOptions& opts) { return opts.adhoc_case.empty() ? load_matrix(opts.config) : adhoc_matrix(opts.adhoc_case); }
+
 int run_benchmark(const RunOptions& opts) {
   if (opts.measure.min_samples < 1) throw ConfigError(fmt::format("--min-samples {}: expected at least 1", opts.measure.min_samples));
   if (opts.measure.warmup < 0) throw ConfigError(fmt::format("--warmup {}: expected 0 or more", opts.measure.warmup));
@@ -105,7 +107,7 @@ int run_benchmark(const RunOptions& opts) {
       throw ConfigError(fmt::format("--dump-answers {}: cannot create the folder ({})", opts.measure.dump_answers,
                                     ec ? ec.message() : "not a directory"));
   }
-  Matrix mx = load_matrix(opts.config);
+  Matrix mx = run_matrix(opts);
   {  // nor may an output replace a case's data file
     std::vector<std::pair<std::string, std::string>> named{{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}};
     for (const Case& c : mx.cases)
@@ -162,7 +164,7 @@ int run_benchmark(const RunOptions& opts) {
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
   for (auto& rep : reporters) rep->begin(info);
   if (host_busy(info.host) && !opts.quiet && !opts.isolated_child)
-    fmt::print("knnbench: warning: the machine is busy (load average {:.2f} on {} logical CPUs, {} OpenMP threads): expect noisy times\n",
+    fmt::print("knnbench: warning: busy machine (load {:.2f} on {} logical CPUs, {} OpenMP threads): expect noisy times\n",
                info.host.load_1min, info.host.cores, info.host.omp_threads);
 
   std::vector<Result> results;
@@ -230,6 +232,8 @@ int run_benchmark(const RunOptions& opts) {
       skip_all(skip_reason::host_memory(need, have));
       continue;
     }
+
+    for (auto& rep : reporters) rep->step(c, c.queries_file.empty() && c.references_file.empty() ? "generating data" : "reading data");
     std::optional<HostArray> queries, references;
     try {  // a limit the estimate missed (ulimit -v, overcommit) skips this case; the run goes on
       queries.emplace(qf, info.host_memory);
@@ -255,6 +259,7 @@ int run_benchmark(const RunOptions& opts) {
       if (stop_requested()) break;
       Result r = base;
       if (measure.validate && !reference && !why_skipped(*v, p, env)) {
+        for (auto& rep : reporters) rep->step(c, "validation reference (v0 on every core)");
         try {
           reference = compute_reference(p, validate_queries);
         } catch (const std::bad_alloc&) {

@@ -2,6 +2,7 @@
 // The runner: selects the cases and versions, drives one (case, version) at a time (in this
 // process through measure_version, or in a child through run_isolated), and hands each finished
 // result to the reporters.
+#include "matrix.hpp"
 #include "options.hpp"
 
 namespace knn {
@@ -9,6 +10,8 @@ namespace knn {
 // Runs the benchmark and returns the exit code (0 ok, 1 a validation failure). Throws
 // ConfigError for bad options or files (exit code 2).
 int run_benchmark(const RunOptions& opts);
+// The matrix a run takes: the ad-hoc case when flags give one, else the --config file.
+Matrix run_matrix(const RunOptions& opts);
 
 // The default results path for `stem` (results/local/<host>-<utc>): <stem>.json, else -2, -3, ...,
 // claimed by creating the file, so runs started in the same second never overwrite each other.

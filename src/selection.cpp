@@ -24,6 +24,18 @@ std::string join_ints(const std::vector<int>& v) {
   return s;
 }
 
+std::string join_strings(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+// The number of "v12", or -1.
+int version_number(const std::string& id) {
+  int n = -1;
+  return id.size() > 1 && id[0] == 'v' && parse_id(id.substr(1), n) ? n : -1;
+}
+
 }  // namespace
 
 std::vector<std::string> split_commas(const std::vector<std::string>& specs) {
@@ -72,13 +84,18 @@ std::vector<Case> select_cases(const Matrix& mx, const std::vector<std::string>&
       throw ConfigError(fmt::format("--group {}: no such group in {} (groups: {})", g, mx.file, list.empty() ? "none" : list));
     }
   }
+  // Each filter is a union of its items; --case and --group together take the cases in both.
   std::vector<Case> out;
   for (const auto& c : mx.cases) {
-    bool take = wanted.empty() && group_list.empty();
-    take = take || std::find(wanted.begin(), wanted.end(), c.id) != wanted.end();
-    for (const auto& g : group_list) take = take || std::find(c.groups.begin(), c.groups.end(), g) != c.groups.end();
-    if (take) out.push_back(c);
+    const bool by_id = wanted.empty() || std::find(wanted.begin(), wanted.end(), c.id) != wanted.end();
+    const bool by_group = group_list.empty() || std::any_of(group_list.begin(), group_list.end(), [&c](const std::string& g) {
+                            return std::find(c.groups.begin(), c.groups.end(), g) != c.groups.end();
+                          });
+    if (by_id && by_group) out.push_back(c);
   }
+  if (out.empty())
+    throw ConfigError(fmt::format("--case {} --group {}: no case of {} is in both (each filter narrows the other)",
+                                  join_strings(split_commas(case_specs)), join_strings(group_list), mx.file));
   return out;
 }
 
@@ -90,14 +107,31 @@ std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& 
     for (const auto& v : all) out.push_back(&v);
     return out;
   }
-  for (const auto& id : items) {
-    const VersionDesc* d = Registry::instance().find(id);
-    if (!d) {
-      std::string list;
-      for (const auto& v : all) list += (list.empty() ? "" : ", ") + v.id;
-      throw ConfigError(fmt::format("--version {}: no such version (registered: {})", id, list));
-    }
+  auto registered = [&all] {
+    std::string list;
+    for (const auto& v : all) list += (list.empty() ? "" : ", ") + v.id;
+    return list;
+  };
+  auto take = [&out](const VersionDesc* d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  };
+  for (const auto& id : items) {
+    const auto dash = id.find('-');
+    if (dash != std::string::npos) {  // "v10-v12": the registered versions numbered from 10 to 12
+      const int lo = version_number(id.substr(0, dash)), hi = version_number(id.substr(dash + 1));
+      if (lo < 0 || hi < 0 || lo > hi)
+        throw ConfigError(fmt::format("--version {}: expected a range like v10-v12 (low to high)", id));
+      const std::size_t before = out.size();
+      for (const auto& v : all) {
+        const int n = version_number(v.id);
+        if (n >= lo && n <= hi) take(&v);
+      }
+      if (out.size() == before) throw ConfigError(fmt::format("--version {}: no version in that range (registered: {})", id, registered()));
+      continue;
+    }
+    const VersionDesc* d = Registry::instance().find(id);
+    if (!d) throw ConfigError(fmt::format("--version {}: no such version (registered: {})", id, registered()));
+    take(d);
   }
   std::sort(out.begin(), out.end(), [&all](const VersionDesc* a, const VersionDesc* b) { return a - all.data() < b - all.data(); });
   return out;
@@ -105,6 +139,9 @@ std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& 
 
 std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const std::string& spec, const std::string& none_note) {
   if (spec == "all" || spec.empty()) return all;
+  // No GPU at all: the ordinals cannot be checked, and the GPU versions skip with the reason (the
+  // same as without --devices). The spec's syntax is still checked below.
+  const bool none_present = all.empty();
   std::vector<DeviceInfo> out;
   std::vector<int> present;
   for (const auto& d : all) present.push_back(d.ordinal);
@@ -114,6 +151,7 @@ std::vector<DeviceInfo> select_devices(const std::vector<DeviceInfo>& all, const
       throw ConfigError(fmt::format("--devices {}: expected \"all\", device ordinals like 0,1, or a range like 0-3", spec));
     for (int id = lo; id <= hi; ++id) {
       auto it = std::find_if(all.begin(), all.end(), [id](const DeviceInfo& d) { return d.ordinal == id; });
+      if (none_present) continue;
       if (it == all.end())
         throw ConfigError(fmt::format("--devices {}: device {} is not present ({})", spec, id,
                                       all.empty() ? none_note : "present: " + join_ints(present)));

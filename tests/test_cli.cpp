@@ -13,30 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.hpp"
+
 namespace {
 
-struct Run {
-  int code;
-  std::string out;  // stdout and stderr together
-};
-
-Run run(const std::string& binary, const std::string& args) {
-  const std::string cmd = binary + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Run r{-1, ""};
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  while (std::fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string tmp_path(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("knn_cli_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
+using knn::testing::run;
+using knn::testing::tmp_path;
 
 const std::string kConfig = std::string("--config ") + KNN_SOURCE_DIR + "/configs/default.json";
 const std::string kFast = " --warmup 0 --min-samples 1 --min-time 0 --max-noise 0 ";
@@ -63,7 +45,7 @@ TEST(Cli, BadFlagsExit2) {
   EXPECT_EQ(run(KNN_BINARY, kConfig + " --host-memory swap").code, 2);
   EXPECT_EQ(run(KNN_BINARY, kConfig + " --min-samples 0").code, 2);
   EXPECT_EQ(run(KNN_BINARY, kConfig + " --max-time -1").code, 2);
-  EXPECT_EQ(run(KNN_BINARY, kConfig + " --devices 97").code, 2);
+  EXPECT_EQ(run(KNN_BINARY, kConfig + " --devices 9x").code, 2);
 }
 
 TEST(Cli, BadMatrixExits2NamingFileAndField) {

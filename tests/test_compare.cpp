@@ -9,9 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 
+#include "cli_support.hpp"
 #include "compare.hpp"
 #include "stats.hpp"
+#include "terminal.hpp"
 
 namespace {
 
@@ -185,7 +188,7 @@ TEST(Compare, TenPercentSlowerWithOnePercentNoiseIsSlower) {
   ASSERT_EQ(n, int(kVersions.size() * kCases.size()));
   EXPECT_EQ(count_verdict(rep, Verdict::slower), n);
   EXPECT_EQ(rep.slower, n);
-  EXPECT_EQ(rep.exit_code(), n);
+  EXPECT_EQ(rep.exit_code(), knn::kCompareExitSlower);
   for (const auto& p : rep.pairs) {
     EXPECT_NEAR(p.ratio, 1.10, 1e-9);
     ASSERT_TRUE(p.p_value.has_value());
@@ -342,7 +345,8 @@ TEST(Compare, DifferentInputChecksumsAreRefused) {
     EXPECT_NE(u->detail.find("not comparable"), std::string::npos) << u->detail;
     for (const auto& p : rep.pairs) EXPECT_FALSE(p.version == "v2" && p.case_id == id);
   }
-  EXPECT_EQ(rep.exit_code(), int(kVersions.size() * kCases.size() - 2));
+  EXPECT_EQ(rep.slower, int(kVersions.size() * kCases.size() - 2));
+  EXPECT_EQ(rep.exit_code(), knn::kCompareExitSlower);
   EXPECT_NE(knn::format_compare(rep, false).find("different inputs are not comparable"), std::string::npos);
 }
 
@@ -437,7 +441,7 @@ TEST(Compare, HideBelowHidesSmallChangesButKeepsThemInTheGeomean) {
   EXPECT_EQ(rep.slower, 3);
   EXPECT_EQ(rep.hidden_slower, 0);
   EXPECT_EQ(count_verdict(rep, Verdict::same), int(rep.pairs.size()) - 3);
-  EXPECT_EQ(rep.exit_code(), 3);
+  EXPECT_EQ(rep.exit_code(), 1);
   // v2 (first in the file) has 3 pairs at 1.5 and 3 hidden at 1.03.
   const double expect_v2 = std::exp((3 * std::log(1.5) + 3 * std::log(1.03)) / 6);
   ASSERT_EQ(rep.geomeans.at(1).version, "v2");
@@ -466,7 +470,8 @@ TEST(Compare, VersionAndCaseFilters) {
     EXPECT_EQ(p.version, "v10");
     EXPECT_TRUE(p.case_id == 5 || (p.case_id >= 1 && p.case_id <= 3)) << p.case_id;
   }
-  EXPECT_EQ(rep.exit_code(), 4);
+  EXPECT_EQ(rep.slower, 4);
+  EXPECT_EQ(rep.exit_code(), 1);
   o.versions = {"v0,v10"};
   o.cases = {"0,4"};
   EXPECT_EQ(knn::compare_documents(a, b, o).pairs.size(), 4u);
@@ -482,14 +487,16 @@ TEST(Compare, VersionAndCaseFilters) {
   EXPECT_THROW(knn::compare_documents(a, b, typo), knn::CompareError);
 }
 
-TEST(Compare, ExitCodeIsCappedAt124) {
+// However many rows are SLOWER, the exit code is 1: the count is in the report, never in the code.
+TEST(Compare, ManySlowerRowsExitOne) {
   const unsigned seed = fresh_seed();
   std::mt19937 rng(seed);
   json a = make_doc();
   for (int id = 0; id < 130; ++id) a["results"].push_back(make_result(make_case(id, 3, 1, 1024 + id), "v0", draw(rng, 1.0, 0.01, 5)));
   const CompareReport rep = knn::compare_documents(a, scaled(a, 1.5), {});
   EXPECT_EQ(rep.slower, 130);
-  EXPECT_EQ(rep.exit_code(), 124);
+  EXPECT_EQ(rep.exit_code(), 1);
+  EXPECT_NE(knn::format_compare(rep, false).find("130 SLOWER verdicts: exit code 1."), std::string::npos);
 }
 
 TEST(Compare, DifferentDevicesAreSaidAndStillCompared) {
@@ -608,7 +615,7 @@ TEST(MannWhitney, ExactAtTheTabulatedCriticalValue) {
 
 // ---------------------------------------------------------------- files and the command line
 
-TEST(CompareFiles, RunCompareReturnsTheSlowerCount) {
+TEST(CompareFiles, RunCompareExitsOneOnSlowerRows) {
   const unsigned seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
   std::mt19937 rng(seed);
@@ -618,10 +625,10 @@ TEST(CompareFiles, RunCompareReturnsTheSlowerCount) {
   for (int i : {1, 4, 8}) b["results"][i] = scaled(json{{"results", {a["results"][i]}}}, 1.25)["results"][0];
   CompareOptions o = files_for(dir, a, b);
   ::testing::internal::CaptureStdout();
-  EXPECT_EQ(knn::run_compare(o), 3);
+  EXPECT_EQ(knn::run_compare(o), 1);
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("SLOWER"), std::string::npos);
-  EXPECT_NE(out.find("3 SLOWER verdicts: exit code 3."), std::string::npos) << out;
+  EXPECT_NE(out.find("3 SLOWER verdicts: exit code 1."), std::string::npos) << out;
 
   o.file_b = dir + "/a.json";
   ::testing::internal::CaptureStdout();
@@ -630,7 +637,7 @@ TEST(CompareFiles, RunCompareReturnsTheSlowerCount) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(CompareFiles, UsageErrorsExit126WithOneLine) {
+TEST(CompareFiles, UsageErrorsExit2WithOneLine) {
   const std::string dir = temp_dir();
   write(dir + "/ok.json", make_doc().dump());
   write(dir + "/broken.json", "{\"schema_version\": 1, \"results\": [");
@@ -655,7 +662,7 @@ TEST(CompareFiles, UsageErrorsExit126WithOneLine) {
   }
   CompareOptions none;
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(knn::run_compare(none), 126);
+  EXPECT_EQ(knn::run_compare(none), 2);
   ::testing::internal::GetCapturedStderr();
   std::filesystem::remove_all(dir);
 }
@@ -664,7 +671,7 @@ TEST(CompareFiles, SubcommandBindsItsFlags) {
   CLI::App app{"test", "knnbench"};
   CompareOptions o;
   CLI::App* sub = knn::add_compare_subcommand(app, o);
-  app.parse("compare base.json new.json --threshold 2.5 --min-change 0.2 --alpha 0.05 --hide-below 1 --version v1,v3 --case 11 --case 0,8-10 --md", false);
+  app.parse("compare base.json new.json --threshold 2.5 --min-change 0.2 --alpha 0.05 --hide-below 1 --version v1,v3 --case 11 --case 0,8-10 --md out.md", false);
   EXPECT_TRUE(sub->parsed());
   EXPECT_EQ(o.file_a, "base.json");
   EXPECT_EQ(o.file_b, "new.json");
@@ -674,7 +681,7 @@ TEST(CompareFiles, SubcommandBindsItsFlags) {
   EXPECT_DOUBLE_EQ(o.hide_below_pct, 1);
   EXPECT_EQ(o.versions, (std::vector<std::string>{"v1", "v3"}));
   EXPECT_EQ(o.cases, (std::vector<std::string>{"11", "0", "8-10"}));
-  EXPECT_TRUE(o.markdown);
+  EXPECT_EQ(o.markdown_path, "out.md");
 }
 
 TEST(CompareFiles, NothingComparedIsNotASuccess) {
@@ -689,7 +696,7 @@ TEST(CompareFiles, NothingComparedIsNotASuccess) {
   EXPECT_EQ(knn::run_compare(o), knn::kCompareExitNothingCompared);
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find(fmt::format("{} not passing on both sides", kVersions.size() * kCases.size())), std::string::npos) << out;
-  EXPECT_NE(out.find("exit code 125"), std::string::npos) << out;
+  EXPECT_NE(out.find("exit code 2"), std::string::npos) << out;
   // Filters that leave one side empty say so too.
   json only_v0 = make_doc();
   only_v0["results"].push_back(a["results"][2 * kCases.size()]);  // v0 comes third in the file
@@ -700,5 +707,43 @@ TEST(CompareFiles, NothingComparedIsNotASuccess) {
   EXPECT_EQ(knn::run_compare(o), knn::kCompareExitNothingCompared);
   const std::string out2 = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out2.find("c.json holds no result after --version/--case"), std::string::npos) << out2;
+  std::filesystem::remove_all(dir);
+}
+
+// --md FILE writes the markdown report and keeps the text on the terminal; "--md -" prints the
+// markdown instead of the text.
+TEST(CompareFiles, MarkdownGoesToAFileOrToStdout) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  const std::string dir = temp_dir();
+  const json a = random_doc(rng, 0.01);
+  CompareOptions o = files_for(dir, a, scaled(a, 1.25));
+  o.markdown_path = dir + "/cmp.md";
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(knn::run_compare(o), 1);
+  const std::string text = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(text.find("| "), std::string::npos) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos) << "colour in piped output";
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(knn::display_width(line), knn::kScreenWidth) << line;
+  std::ifstream in(o.markdown_path);
+  const std::string md((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(md.find("| "), std::string::npos) << md;
+  EXPECT_NE(md.find("SLOWER"), std::string::npos) << md;
+  o.markdown_path = "-";
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(knn::run_compare(o), 1);
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), md);
+  // On a terminal (script(1)) SLOWER is red; with NO_COLOR, and in the markdown, never.
+  if (std::system("command -v script >/dev/null 2>&1") == 0) {
+    const std::string cmd = "script -qec '" + std::string(KNN_BINARY) + " compare " + o.file_a + " " + o.file_b + "' /dev/null";
+    const auto tty = knn::testing::run("", cmd);
+    EXPECT_EQ(tty.code, 1) << tty.out;
+    EXPECT_NE(tty.out.find("\033[1;31mSLOWER\033[0m"), std::string::npos) << tty.out;
+    const auto plain = knn::testing::run("NO_COLOR=1", cmd);
+    EXPECT_EQ(plain.out.find('\033'), std::string::npos) << plain.out;
+    EXPECT_NE(plain.out.find("SLOWER"), std::string::npos) << plain.out;
+  }
   std::filesystem::remove_all(dir);
 }

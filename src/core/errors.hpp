@@ -17,7 +17,9 @@ class OutOfMemoryError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Exit codes, for the CLI and its tests.
-enum ExitCode : int { kExitOk = 0, kExitValidationFailed = 1, kExitUsage = 2 };
+// Exit codes of the whole program (a run, compare, report), for the CLI and its tests: 0 success,
+// 1 a validation failure (compare: at least one SLOWER verdict), 2 a usage or configuration error
+// (compare: nothing compared), 3 an internal error. Signals: 128 + the signal (SIGINT 130, SIGTERM 143).
+enum ExitCode : int { kExitOk = 0, kExitValidationFailed = 1, kExitUsage = 2, kExitInternal = 3 };
 
 }  // namespace knn
