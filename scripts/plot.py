@@ -48,6 +48,7 @@ def import_matplotlib():
         import matplotlib
 
         matplotlib.use("Agg")  # files only, no display needed
+        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, smaller
         import matplotlib.pyplot as pyplot
 
         return pyplot
@@ -370,6 +371,10 @@ def fig_heatmap(doc, bw, bw_note):
                 transform=ax.transData)
     cb = fig.colorbar(im, ax=ax, shrink=0.9, pad=0.01)
     cb.set_label("time ÷ the case's fastest (log)")
+    from matplotlib.ticker import FuncFormatter, LogLocator
+    cb.ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    cb.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    cb.ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     shared = f" — all cases: {doc.labels[None]}" if doc.labels[None] else ""
     ax.set_title(f"Median ms per call, every case × version; the case's fastest outlined{shared}", fontsize=12, pad=8)
     def where(v, ids):
