@@ -636,7 +636,7 @@ def fig_compare(da, db, pairs, threshold):
 # ---------------------------------------------------------------- main
 
 def output_paths(stem, name):
-    base = stem if os.path.basename(stem) == name or stem.endswith("-" + name) else f"{stem}-{name}"
+    base = stem if stem.endswith("-" + name) else f"{stem}-{name}"
     return base + ".png", base + ".svg"
 
 

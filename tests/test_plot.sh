@@ -106,6 +106,18 @@ check_figure "$tmp/m" trees "FAIL" "skip"
 v12=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==101 and r["version"]=="v12"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/trees.json")
 ! grep -qF ">$v12<" "$tmp/m-heatmap.svg" || bad "the heat map still shows the failed v12's median $v12"
 
+# The markdown report links the figures that exist beside it, and only those.
+mkdir "$tmp/md"
+cp "$res/trees.json" "$tmp/md/run.json"
+"$knnbench" report "$tmp/md/run.json" --md "$tmp/md/run.md" >/dev/null
+! grep -q "## Plots" "$tmp/md/run.md" || bad "run.md has a Plots section before any plot exists"
+plot "$tmp/md/run.json" --only heatmap,trees >/dev/null || bad "plot.py without -o exited $?"
+"$knnbench" report "$tmp/md/run.json" --md "$tmp/md/run.md" >/dev/null
+for fig in heatmap trees; do
+  grep -qF "![run-$fig](run-$fig.png) ([SVG](run-$fig.svg))" "$tmp/md/run.md" || bad "run.md does not link run-$fig.png and .svg"
+done
+! grep -q "run-bars-tree" "$tmp/md/run.md" || bad "run.md links a figure that was not drawn"
+
 # Usage errors exit 2 with a message naming the problem.
 echo '{"schema_version": 99, "results": []}' >"$tmp/bad.json"
 expect_usage_error() {
