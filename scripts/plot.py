@@ -308,6 +308,7 @@ def finish_panels(axes, ylabel="median ms per call"):
         n = len(ax.get_xticks())
         ax.set_xlim(-0.6, n - 0.4)
         ax.tick_params(axis="y", labelsize=8)
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)  # no "1e-5" above the axis
         ax.grid(True, axis="y", alpha=0.3)
     for ax in axes[::4]:
         ax.set_ylabel(ylabel)
