@@ -378,10 +378,14 @@ def fig_heatmap(doc, bw, bw_note):
     cb.ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     shared = f" — all cases: {doc.labels[None]}" if doc.labels[None] else ""
     ax.set_title(f"Median ms per call, every case × version; the case's fastest outlined{shared}", fontsize=12, pad=8)
-    def where(v, ids):
-        return f"{v} (all cases)" if len(ids) == len(cases) else f"{v} (case{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))})"
-    notes = [f"skip: {', '.join(where(v, ids) for v, ids in sorted(vs.items(), key=lambda t: version_key(t[0])))}: {reason}"
-             for reason, vs in skips.items()]
+    def where(vs):
+        vs = sorted(vs.items(), key=lambda t: version_key(t[0]))
+        everywhere = [v for v, ids in vs if len(ids) == len(cases)]
+        parts = [f"{', '.join(everywhere)} (all cases)"] if everywhere else []
+        parts += [f"{v} (case{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))})" for v, ids in vs if len(ids) < len(cases)]
+        return ", ".join(parts)
+    import textwrap
+    notes = [textwrap.fill(f"skip: {where(vs)}: {reason}", 190, subsequent_indent="    ") for reason, vs in skips.items()]
     fig.suptitle(doc.title(), fontsize=10)
     if notes:
         ax.set_xlabel("\n".join(notes[:6]) + ("\n…" if len(notes) > 6 else ""), fontsize=8.5, loc="left", labelpad=14)
@@ -708,7 +712,10 @@ def main():
     if want("heatmap"):
         figures.append(("heatmap", lambda: fig_heatmap(doc, bw, bw_note)))
     for family, versions in family_of(doc):
-        if want(f"bars-{family}"):
+        if want(f"bars-{family}") and not any(r.median is not None for r in doc.results if r.family == family):
+            reasons = sorted({r.reason or r.status for r in doc.results if r.family == family})
+            print(f"plot.py: no bars-{family}: no {family} version passed ({'; '.join(reasons)[:200]})", file=sys.stderr)
+        elif want(f"bars-{family}"):
             figures.append((f"bars-{family}", lambda f=family, vs=versions: fig_bars(doc, f, vs, bw, bw_note)))
     if want("trees") and any(r.family == "tree" for r in doc.results):
         figures.append(("trees", lambda: fig_trees(doc, bw, bw_note)))

@@ -106,6 +106,21 @@ check_figure "$tmp/m" trees "FAIL" "skip"
 v12=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==101 and r["version"]=="v12"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/trees.json")
 ! grep -qF ">$v12<" "$tmp/m-heatmap.svg" || bad "the heat map still shows the failed v12's median $v12"
 
+# A family where nothing passed (a GPU build on a machine without one) gets no bar chart, and says so.
+"$python" - "$res/default.json" "$tmp/nogpu.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for r in doc["results"]:
+    if r["family"] in ("gpu", "multi-gpu"):
+        r["status"], r["reason"], r["stats"]["median_ms"] = "skip", "no CUDA device", None
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+plot "$tmp/nogpu.json" -o "$tmp/n.png" --only heatmap,bars >/dev/null 2>"$tmp/n.err" || bad "plot.py on a run without GPU results exited $?"
+check_figure "$tmp/n" heatmap "v14 (all cases): no CUDA device"
+check_figure "$tmp/n" bars-cpu "copy floor"
+[[ ! -e $tmp/n-bars-gpu.png ]] || bad "bars-gpu drawn though every gpu result was skipped"
+grep -qF "no bars-gpu: no gpu version passed (no CUDA device)" "$tmp/n.err" || bad "no message for the missing bars-gpu: $(cat "$tmp/n.err")"
+
 # The markdown report links the figures that exist beside it, and only those.
 mkdir "$tmp/md"
 cp "$res/trees.json" "$tmp/md/run.json"
