@@ -49,6 +49,7 @@ def import_matplotlib():
 
         matplotlib.use("Agg")  # files only, no display needed
         matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text: searchable, smaller
+        matplotlib.rcParams["svg.hashsalt"] = "knnbench"  # the same figure gives the same SVG bytes
         import matplotlib.pyplot as pyplot
 
         return pyplot
@@ -603,8 +604,10 @@ def fig_compare(da, db, pairs, threshold):
             hollow = verdict in ("too few samples", "????")
             ax.plot([x], [r], "o", color=colour, markerfacecolor="white" if hollow else colour, markersize=6, zorder=4)
             if verdict in ("SLOWER", "FASTER"):
-                ax.annotate(f"{verdict} {100 * (r - 1):+.0f}%", (x, r + eb + ea), textcoords="offset points", xytext=(0, 3),
-                            ha="center", va="bottom", fontsize=7.5, color=colour, fontweight="bold", rotation=90)
+                below = r > (lo + hi) / 2  # in the upper half: the label goes under the whisker, inside the axes
+                ax.annotate(f"{verdict} {100 * (r - 1):+.0f}%", (x, r - eb - ea if below else r + eb + ea), textcoords="offset points",
+                            xytext=(0, -3 if below else 3), ha="center", va="top" if below else "bottom", fontsize=7.5, color=colour,
+                            fontweight="bold", rotation=90)
         ax.set_ylim(lo - pad, hi + 3 * pad)
         ax.set_xticks(range(len(versions)), versions, fontsize=9, rotation=90 if len(versions) > 10 else 0)
         ax.set_title(labels[cid], fontsize=10)
@@ -648,7 +651,7 @@ def output_paths(stem, name):
 def save(fig, stem, name, written):
     for path in output_paths(stem, name):
         try:
-            fig.savefig(path, dpi=DPI)
+            fig.savefig(path, dpi=DPI, metadata={"Date": None} if path.endswith(".svg") else None)
         except OSError as e:
             fail(f"{path}: {e.strerror}")
         written.append(path)
