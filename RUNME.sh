@@ -2,7 +2,7 @@
 # knnbench in one command.
 #   ./RUNME.sh | tee screen.log      install missing dependencies where it can, build (Release),
 #                                    run the default matrix, write results/local/<host>-<utc>.{json,md}
-#                                    and a plot when matplotlib is available
+#                                    and plots (results/local/<host>-<utc>-<figure>.png/.svg)
 #   ./RUNME.sh --test                build and run the whole test suite (ctest)
 #   ./RUNME.sh --group smoke         any other arguments go to knnbench (see ./build/knnbench --help)
 # Build messages go to stderr and build/build.log, so a piped screen log holds only the run.
@@ -32,10 +32,12 @@ set +e
 "$BUILD_DIR/knnbench" --json "$stem.json" --md "$stem.md" "$@"
 rc=$?
 set -e
-# plot.py finds a Python with matplotlib itself, or says how to install it.
+# plot.py finds a Python with matplotlib itself, or says how to install it. The markdown is then
+# written again from the JSON so that it links the figures beside it.
 if [ -f "$stem.json" ]; then
   if python3 scripts/plot.py "$stem.json" -o "$stem.png" >&2; then
-    echo "Plot: $stem.png"
+    echo "Plots: $stem-*.png (and .svg)"
+    "$BUILD_DIR/knnbench" report "$stem.json" --md "$stem.md" >&2 || echo "RUNME.sh: $stem.md not rewritten with the plot links" >&2
   else
     echo "RUNME.sh: no plot (see the message above)" >&2
   fi

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Installs knnbench's build dependencies on Debian/Ubuntu with apt-get.
-#   scripts/install-deps.sh              install what is missing (prints the command when not root)
-#   scripts/install-deps.sh --optional   also python3-matplotlib, for scripts/plot.py
+#   scripts/install-deps.sh              install what is missing (prints the command when not root),
+#                                        python3-matplotlib included (scripts/plot.py draws the plots)
+#   scripts/install-deps.sh --no-plots   everything but python3-matplotlib
 #   scripts/install-deps.sh --check      only report what is missing (exit 1 if anything is)
 # CUDA itself is not installed here: install the CUDA Toolkit from NVIDIA; without nvcc the
 # build still succeeds with the CPU versions only.
 set -euo pipefail
 
-want=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev)
+want=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev python3-matplotlib)
 check_only=0
 for arg in "$@"; do
   case "$arg" in
-    --optional) want+=(python3-matplotlib) ;;
+    --no-plots) want=("${want[@]:0:${#want[@]}-1}") ;;  # python3-matplotlib is the last
+    --optional) ;;  # python3-matplotlib, once optional, is installed by default now
     --check) check_only=1 ;;
     -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;

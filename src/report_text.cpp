@@ -1,7 +1,9 @@
 // Markdown and CSV exports.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "report.hpp"
 #include "text_table.hpp"
@@ -16,6 +18,37 @@ std::string csv_field(const std::string& s) {
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
+}
+
+// The figures scripts/plot.py writes beside X.md (X-<figure>.png and .svg), in this order; "bars-"
+// is one per family.
+const std::vector<std::string> kPlotFigures{"heatmap", "bars-", "trees", "vs-floor", "compare"};
+
+// Markdown image links to the figures that exist beside the report; empty when there are none.
+std::string plot_links(const std::string& md_path) {
+  namespace fs = std::filesystem;
+  const fs::path md(md_path);
+  const fs::path dir = md.has_parent_path() ? md.parent_path() : fs::path(".");
+  const std::string prefix = md.stem().string() + "-";
+  std::vector<std::pair<std::size_t, std::string>> found;  // figure rank, file stem
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    const std::string stem = p.stem().string();
+    if (p.extension() != ".png" || stem.rfind(prefix, 0) != 0) continue;
+    const std::string figure = stem.substr(prefix.size());
+    for (std::size_t i = 0; i < kPlotFigures.size(); ++i)
+      if (kPlotFigures[i].back() == '-' ? figure.rfind(kPlotFigures[i], 0) == 0 && figure.size() > kPlotFigures[i].size() : figure == kPlotFigures[i])
+        found.emplace_back(i, stem);
+  }
+  if (found.empty()) return "";
+  std::sort(found.begin(), found.end());
+  std::string s = "## Plots\n\n";
+  for (const auto& [rank, stem] : found) {
+    const bool svg = fs::exists(dir / (stem + ".svg"), ec);
+    s += fmt::format("![{0}]({0}.png){1}\n\n", stem, svg ? fmt::format(" ([SVG]({}.svg))", stem) : "");
+  }
+  return s;
 }
 
 const std::vector<std::string> kPhaseColumns{"build", "query", "h2d", "kernel", "d2h"};
@@ -35,7 +68,8 @@ class MarkdownReporter final : public Reporter {
     s += markdown_table(summary_table(all), {});
     const std::string legend = summary_legend(all);
     if (!legend.empty()) s += "\n" + legend;
-    s += "\nnoise % = half-width of the ~95 % confidence interval of the median, relative to the median.\n\n## Every result\n\n";
+    s += "\nnoise % = half-width of the ~95 % confidence interval of the median, relative to the median.\n\n";
+    s += plot_links(path_) + "## Every result\n\n";
     std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples"};
     for (const auto& p : kMarkdownPhaseColumns) head.push_back(p + " ms");
     head.push_back("phases (median ms)");

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# scripts/plot.py on a real smoke run: the PNG exists, is not empty and is a PNG.
+# scripts/plot.py on the committed results: every figure kind is written as a 1600 px wide PNG and
+# an SVG holding the labels it must show; --compare agrees with `knnbench compare` verdict for
+# verdict; skipped and failed versions are marked; usage errors exit 2.
 # Usage: test_plot.sh <path-to-knnbench> <source-dir>. Exit 77 = skipped (no matplotlib).
 set -euo pipefail
 knnbench=$1
 src=$2
+res=$src/results/h100
 
 # Debian's python3-matplotlib installs for /usr/bin/python3, which another python3 on PATH may hide.
 python=""
@@ -14,60 +17,140 @@ for candidate in python3 /usr/bin/python3; do
   fi
 done
 if [[ -z $python ]]; then
-  echo "SKIP: matplotlib not installed (apt-get install python3-matplotlib)"
+  echo "SKIP: matplotlib not installed (apt-get install python3-matplotlib, or scripts/install-deps.sh)"
   exit 77
 fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+plot() { "$python" "$src/scripts/plot.py" "$@"; }
+failures=0
+bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-"$knnbench" --group smoke --json "$tmp/r.json" --quiet --config "$src/configs/default.json" >"$tmp/run.log" 2>&1 || {
-  echo "FAIL: knnbench exited $?"
-  cat "$tmp/run.log"
-  exit 1
+# <stem> <figure> <label>...: the PNG is a 1600 px wide PNG, the SVG an SVG with every label.
+check_figure() {
+  local stem=$1 fig=$2
+  shift 2
+  local png=$stem-$fig.png svg=$stem-$fig.svg
+  [[ -s $png ]] || { bad "$png missing or empty"; return; }
+  [[ -s $svg ]] || { bad "$svg missing or empty"; return; }
+  local size
+  size=$("$python" -c 'import struct,sys; d=open(sys.argv[1],"rb").read(24); print("%dx%d" % struct.unpack(">II", d[16:24]) if d[:8]==b"\x89PNG\r\n\x1a\n" else "not-a-png")' "$png")
+  [[ $size == 1600x* ]] || bad "$png is $size, expected 1600 px wide"
+  grep -q "<svg" "$svg" || bad "$svg is not an SVG"
+  for label in "$@"; do
+    grep -qF -- "$label" "$svg" || bad "$svg lacks the label '$label'"
+  done
 }
-"$python" "$src/scripts/plot.py" "$tmp/r.json" -o "$tmp/r.png"
 
-if [[ ! -s $tmp/r.png ]]; then
-  echo "FAIL: plot.py wrote no PNG (or an empty one)"
-  exit 1
-fi
-magic=$(head -c 8 "$tmp/r.png" | od -An -tx1 | tr -d ' \n')
-if [[ $magic != 89504e470d0a1a0a ]]; then
-  echo "FAIL: $tmp/r.png does not start with the PNG signature (got $magic)"
-  exit 1
-fi
+# The default matrix: heat map, a bar chart per family, the trees, and vs-floor for v14.
+plot "$res/default.json" -o "$tmp/d.png" --highlight v14 >"$tmp/d.log" || bad "plot.py default.json exited $?"
+check_figure "$tmp/d" heatmap "11: k=16 m=1024 n=1Mi" "v14" "fastest" "skip: v12 (cases 4, 7, 9, 11)" "all cases: topk=1, uniform"
+for family in cpu gpu multi-gpu tree; do
+  check_figure "$tmp/d" "bars-$family" "copy floor" "GB/s (median of" "8: k=3 m=1 n=16Mi"
+done
+check_figure "$tmp/d" trees "build" "query" "fastest brute force"
+check_figure "$tmp/d" vs-floor "v14 fastest on" "fastest other" "× floor"
+# Each bar's value is its median: case 11's v6 median, as the JSON holds it, is on the gpu chart.
+v6=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==11 and r["version"]=="v6"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/default.json")
+grep -qF ">$v6<" "$tmp/d-bars-gpu.svg" || bad "bars-gpu does not label case 11's v6 bar with its median $v6"
 
-# Skipped and failed versions take their own drawing path (markers, never zeros): add some.
-"$python" - "$tmp/r.json" "$tmp/mixed.json" <<'PY'
-import copy, json, sys
+# The trees file: cases 100 and 101 differ only in topk, 100 and 102 only in distribution.
+plot "$res/trees.json" -o "$tmp/t.png" --only heatmap,trees >/dev/null || bad "plot.py trees.json exited $?"
+check_figure "$tmp/t" heatmap "100: k=3 m=1Mi n=1Mi topk=1 uniform" "101: k=3 m=1Mi n=1Mi topk=8 uniform" "102: k=3 m=1Mi n=1Mi topk=1 clusters"
+check_figure "$tmp/t" trees "103: k=3 m=1Mi n=1Mi topk=8 clusters" "ms a call"
+[[ ! -e $tmp/t-bars-tree.png ]] || bad "--only heatmap,trees also wrote bars-tree"
+
+# -o naming: a stem that already ends in -<figure> is used as it is.
+plot "$res/default.json" -o "$tmp/v14-vs-floor.png" --only vs-floor --highlight v14 >/dev/null || bad "vs-floor alone exited $?"
+[[ -s $tmp/v14-vs-floor.png && -s $tmp/v14-vs-floor.svg ]] || bad "-o v14-vs-floor.png --only vs-floor did not write v14-vs-floor.png/.svg"
+
+# --compare: the figure, and the verdicts of knnbench compare on committed pairs, one by one.
+plot --compare "$res/integrity/trees-1.json" "$res/integrity/trees-2.json" -o "$tmp/c.png" >/dev/null || bad "plot.py --compare exited $?"
+check_figure "$tmp/c" compare "FASTER" "SAME" "B's noise" "geometric mean of B/A" "101: k=3 m=1Mi n=1Mi topk=8 uniform"
+kinds=""
+for pair in "integrity/trees-1 integrity/trees-2" "integrity/slowed-0 integrity/slowed-25" "variance/trees-before-1 variance/trees-before-2"; do
+  set -- $pair
+  a=$res/$1.json b=$res/$2.json
+  set +e
+  "$knnbench" compare "$a" "$b" >"$tmp/cpp.txt" 2>&1
+  set -e
+  # Rows: version, case, ..., verdict at the end of the line (text or markdown table).
+  sed -nE 's/^\|? *([A-Za-z]+[0-9]+) *\|? +([0-9]+) .*(SAME|FASTER|SLOWER|too few samples|\?\?\?\?) *\|? *$/\1 \2 \3/p' "$tmp/cpp.txt" | sort >"$tmp/cpp.v"
+  plot --compare "$a" "$b" --list-verdicts | sort >"$tmp/py.v"
+  [[ -s $tmp/cpp.v ]] || bad "no verdict rows read from knnbench compare $1 $2: $(head -c 300 "$tmp/cpp.txt")"
+  if ! diff "$tmp/cpp.v" "$tmp/py.v" >"$tmp/diff.txt"; then
+    bad "plot.py's verdicts differ from knnbench compare on $1 vs $2:"
+    cat "$tmp/diff.txt"
+  fi
+  kinds+=" $(cut -d' ' -f3- "$tmp/cpp.v" | sort -u | tr '\n' ' ')"
+done
+for v in SAME FASTER SLOWER; do
+  [[ $kinds == *$v* ]] || bad "the committed pairs gave no $v verdict: the agreement check did not cover it"
+done
+
+# Skipped and failed versions are marked, never drawn as a value.
+"$python" - "$res/trees.json" "$tmp/mixed.json" <<'PY'
+import json, sys
 doc = json.load(open(sys.argv[1]))
-extra = []
 for r in doc["results"]:
-    if r["version"] != "v0":
-        continue
-    for version, status in (("v1", "skip"), ("v2", "fail"), ("v3", "pass")):
-        x = copy.deepcopy(r)
-        x["version"], x["status"], x["family"] = version, status, "gpu"
-        x["stats"]["median_ms"] = r["stats"]["median_ms"] / 7
-        extra.append(x)
-doc["results"] += extra
+    if r["case"]["id"] == 101 and r["version"] == "v12":
+        r["status"], r["reason"], r["stats"]["median_ms"] = "fail", "2 mismatches", None
+    if r["case"]["id"] == 102 and r["version"] == "v13":
+        r["status"], r["reason"], r["stats"]["median_ms"] = "skip", "made-up reason", None
 json.dump(doc, open(sys.argv[2], "w"))
 PY
-"$python" "$src/scripts/plot.py" "$tmp/mixed.json" -o "$tmp/mixed.svg" >/dev/null
-if ! grep -q "<svg" "$tmp/mixed.svg"; then
-  echo "FAIL: plot.py wrote no SVG for results with skipped and failed versions"
-  exit 1
-fi
+plot "$tmp/mixed.json" -o "$tmp/m.png" --only heatmap,trees >/dev/null || bad "plot.py on skipped and failed results exited $?"
+check_figure "$tmp/m" heatmap "FAIL" "skip: v13 (case 102): made-up reason"
+check_figure "$tmp/m" trees "FAIL" "skip"
+v12=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==101 and r["version"]=="v12"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/trees.json")
+! grep -qF ">$v12<" "$tmp/m-heatmap.svg" || bad "the heat map still shows the failed v12's median $v12"
 
-# A usage error exits 2 with a message naming the file.
+# A family where nothing passed (a GPU build on a machine without one) gets no bar chart, and says so.
+"$python" - "$res/default.json" "$tmp/nogpu.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for r in doc["results"]:
+    if r["family"] in ("gpu", "multi-gpu"):
+        r["status"], r["reason"], r["stats"]["median_ms"] = "skip", "no CUDA device", None
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+plot "$tmp/nogpu.json" -o "$tmp/n.png" --only heatmap,bars >/dev/null 2>"$tmp/n.err" || bad "plot.py on a run without GPU results exited $?"
+check_figure "$tmp/n" heatmap "v14 (all cases): no CUDA device"
+check_figure "$tmp/n" bars-cpu "copy floor"
+[[ ! -e $tmp/n-bars-gpu.png ]] || bad "bars-gpu drawn though every gpu result was skipped"
+grep -qF "no bars-gpu: no gpu version passed (no CUDA device)" "$tmp/n.err" || bad "no message for the missing bars-gpu: $(cat "$tmp/n.err")"
+
+# The markdown report links the figures that exist beside it, and only those.
+mkdir "$tmp/md"
+cp "$res/trees.json" "$tmp/md/run.json"
+"$knnbench" report "$tmp/md/run.json" --md "$tmp/md/run.md" >/dev/null
+! grep -q "## Plots" "$tmp/md/run.md" || bad "run.md has a Plots section before any plot exists"
+plot "$tmp/md/run.json" --only heatmap,trees >/dev/null || bad "plot.py without -o exited $?"
+"$knnbench" report "$tmp/md/run.json" --md "$tmp/md/run.md" >/dev/null
+for fig in heatmap trees; do
+  grep -qF "![run-$fig](run-$fig.png) ([SVG](run-$fig.svg))" "$tmp/md/run.md" || bad "run.md does not link run-$fig.png and .svg"
+done
+! grep -q "run-bars-tree" "$tmp/md/run.md" || bad "run.md links a figure that was not drawn"
+
+# Usage errors exit 2 with a message naming the problem.
 echo '{"schema_version": 99, "results": []}' >"$tmp/bad.json"
-set +e
-"$python" "$src/scripts/plot.py" "$tmp/bad.json" -o "$tmp/bad.png" 2>"$tmp/err.txt"
-code=$?
-set -e
-if [[ $code -ne 2 ]] || ! grep -q "bad.json" "$tmp/err.txt"; then
-  echo "FAIL: plot.py on a wrong schema_version: exit $code, stderr: $(cat "$tmp/err.txt")"
+expect_usage_error() {
+  local want=$1
+  shift
+  set +e
+  plot "$@" >/dev/null 2>"$tmp/err.txt"
+  local code=$?
+  set -e
+  [[ $code -eq 2 ]] && grep -qF -- "$want" "$tmp/err.txt" || bad "plot.py $*: exit $code, stderr: $(cat "$tmp/err.txt"), expected 2 and '$want'"
+}
+expect_usage_error "bad.json" "$tmp/bad.json" -o "$tmp/bad.png"
+expect_usage_error "--highlight v99" "$res/default.json" -o "$tmp/x.png" --highlight v99
+expect_usage_error "needs --highlight" "$res/default.json" -o "$tmp/x.png" --only vs-floor
+expect_usage_error "--only nonsense" "$res/default.json" -o "$tmp/x.png" --only nonsense
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed"
   exit 1
 fi
-echo "PASS: plot.py wrote a $(stat -c %s "$tmp/r.png")-byte PNG"
+echo "PASS: every figure kind written at 1600 px with its labels; verdicts agree with knnbench compare on 3 committed pairs"
