@@ -39,6 +39,7 @@ constexpr int kDefaultFanout = 32;
 constexpr const char* kFanoutVariable = "KNN_V17_FANOUT";
 constexpr int kMaxBlock = 64;  // threads per block: the fan-out rounded up to warps
 constexpr int kMaxGrid = 1 << 20;
+constexpr std::size_t kStaticShared = 64;  // the kernel's static shared words (top, warp maxima), rounded up
 
 // A packed tree as the join kernel reads it.
 struct TreeView {
@@ -76,7 +77,7 @@ std::size_t shared_bytes(int topk, int dim, int fanout, int capacity) {
   const std::size_t threads = std::size_t(block_threads(fanout));
   const std::size_t words = 2 * std::size_t(topk) * threads + std::size_t(fanout) * (dim + 1) + 2 * std::size_t(dim) +
                             2 * std::size_t(capacity) + threads;
-  return words * 4;
+  return words * 4 + kStaticShared;
 }
 
 // Squared MINDIST between the query leaf's box [qlo, qhi] and node `node`'s box, in dimension
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(kMaxBlock) rtree_join_kernel(const JoinArgs a)
 
 template <int DIM>
 void launch(const JoinArgs& a, cudaStream_t stream) {
-  const std::size_t shared = shared_bytes(a.topk, a.dim, a.fanout, a.stack_capacity);
+  const std::size_t shared = shared_bytes(a.topk, a.dim, a.fanout, a.stack_capacity) - kStaticShared;
   const auto kernel = rtree_join_kernel<DIM>;
   KNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   const int grid = std::min(a.q.leaves, kMaxGrid);

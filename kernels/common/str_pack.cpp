@@ -12,20 +12,6 @@
 
 namespace knn::str {
 
-namespace {
-
-// b^e, saturated at `cap` (no overflow for any e).
-std::int64_t power_capped(std::int64_t b, int e, std::int64_t cap) {
-  std::int64_t r = 1;
-  for (int i = 0; i < e; ++i) {
-    if (r >= (cap + b - 1) / b) return cap;
-    r *= b;
-  }
-  return std::min(r, cap);
-}
-
-}  // namespace
-
 LevelPlan plan_level(std::int64_t count, int dim, int fanout) {
   LevelPlan plan;
   plan.count = count;
@@ -34,12 +20,16 @@ LevelPlan plan_level(std::int64_t count, int dim, int fanout) {
   int log2_groups = 0;
   while ((std::int64_t(1) << (log2_groups + 1)) <= plan.groups) ++log2_groups;
   plan.sort_dims = std::min(dim, log2_groups);  // every dimension in play is cut at least in two
-  std::int64_t slabs = 2;
-  while (power_capped(slabs, plan.sort_dims, plan.groups) < plan.groups) ++slabs;
-  for (int d = 0; d < plan.sort_dims; ++d) {
-    const std::int64_t groups_per_segment = power_capped(slabs, plan.sort_dims - d, plan.groups);
-    plan.segment.push_back(std::min(count, groups_per_segment * fanout));
-  }
+  // Slabs per dimension: all 2, then one more for dimensions 0, 1, ... in turn until their product
+  // reaches the group count (so no pass sorts a segment the next pass merely re-sorts).
+  std::vector<std::int64_t> slabs(std::size_t(plan.sort_dims), 2);
+  auto groups_from = [&](int d) {  // product of slabs[d ..], capped at the group count
+    std::int64_t r = 1;
+    for (int j = d; j < plan.sort_dims && r < plan.groups; ++j) r = std::min(plan.groups, r * slabs[j]);
+    return r;
+  };
+  for (int j = 0; groups_from(0) < plan.groups; j = (j + 1) % plan.sort_dims) ++slabs[j];
+  for (int d = 0; d < plan.sort_dims; ++d) plan.segment.push_back(std::min(count, groups_from(d) * fanout));
   return plan;
 }
 

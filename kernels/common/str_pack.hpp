@@ -3,9 +3,10 @@
 // builder (str_pack.cpp) and the GPU builder (str_pack.cu), which must produce the same tree.
 //
 // One level packs `count` items (points, or the nodes of the level below by the sum lo + hi of
-// their box) into ceil(count / fanout) groups: with `sort_dims` = min(dim, floor(log2(groups)))
-// dimensions in play and S the smallest integer with S^sort_dims >= groups, pass d (0-based) stably
-// sorts every run of fanout · S^(sort_dims - d) consecutive items by coordinate d. Pass 0 sorts
+// their box) into ceil(count / fanout) groups: `sort_dims` = min(dim, floor(log2(groups)))
+// dimensions are in play, cut into S_0, S_1, ... slabs (2 each, then one more for dimension 0, 1,
+// ... in turn until the product reaches the group count), and pass d (0-based) stably sorts every
+// run of fanout · S_d · S_(d+1) ··· consecutive items by coordinate d. Pass 0 sorts
 // everything by dimension 0, each later pass sorts inside the slabs the previous pass cut, and the
 // final order is cut into runs of `fanout`. The stable sort key is (segment, orderable bits of the
 // coordinate), so host and GPU sorts give the same permutation.
