@@ -35,28 +35,9 @@ const DeviceDiscovery& discovery() {
   return d;
 }
 
-// Sets KNN_V17_FANOUT for one scope (unset when empty), then restores it.
-class ScopedFanout {
- public:
-  explicit ScopedFanout(const std::string& value) {
-    if (const char* old = std::getenv(kName)) old_ = old;
-    if (value.empty())
-      unsetenv(kName);
-    else
-      setenv(kName, value.c_str(), 1);
-  }
-  ~ScopedFanout() {
-    if (old_)
-      setenv(kName, old_->c_str(), 1);
-    else
-      unsetenv(kName);
-  }
-  ScopedFanout(const ScopedFanout&) = delete;
-  ScopedFanout& operator=(const ScopedFanout&) = delete;
-  static constexpr const char* kName = "KNN_V17_FANOUT";
-
- private:
-  std::optional<std::string> old_;
+// Sets KNN_V17_FANOUT for one scope (unset when `value` is empty), then restores it.
+struct ScopedFanout : knn::testing::ScopedEnv {
+  explicit ScopedFanout(const std::string& value) : ScopedEnv("KNN_V17_FANOUT", value) {}
 };
 
 struct V17Case {
