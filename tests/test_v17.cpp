@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -55,7 +56,7 @@ std::vector<V17Case> v17_cases() {
   std::vector<V17Case> out = {
       {"one_point", 3, 1, 1, 1},
       {"one_point_topk3", 3, 1, 1, 3},
-      {"self_one_point", 3, 1, 1, 1, true},
+      {"self_one_point", 3, 1, 1, 2, true},  // no neighbour exists: (+inf, -1) rows (topk 1: see below)
       {"identical", 3, 50, 77, 10, false, Distribution::uniform, kDefaultIntegerMax, true},
       {"self_identical", 2, 100, 100, 32, true, Distribution::uniform, kDefaultIntegerMax, true},
       {"m_small", 3, 3, 5000, 8},
@@ -133,6 +134,27 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV17, ::testing::Combine(::testing::ValuesIn(v17
                          [](const ::testing::TestParamInfo<std::tuple<V17Case, int>>& i) {
                            return fmt::format("{}_f{}", std::get<0>(i.param).name, std::get<1>(i.param));
                          });
+
+// A self-join of one point has no neighbour. v17 leaves the empty slot (+inf, -1) at every topk, as
+// v0 does for topk > 1; v0's literal argmin loop for topk = 1 reports index 0 there instead, so this
+// row is checked against the empty slot, not against v0.
+TEST(GpuV17Empty, SelfJoinOfOnePointHasNoNeighbour) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const VersionDesc* v = Registry::instance().find("v17");
+  ASSERT_NE(v, nullptr);
+  std::vector<float> point = {0.25f, 0.5f, 0.75f};
+  const Problem p{3, 1, 1, 1, point.data(), point.data(), true};
+  Environment env;
+  env.devices = {disc.devices[0]};
+  std::int32_t index = 7;
+  float distance = -1.f;
+  TimingSink timing;
+  RunContext ctx{timing, env, {}, {}};
+  v->make()->query(p, Neighbors{&index, &distance}, ctx);
+  EXPECT_EQ(index, -1);
+  EXPECT_EQ(distance, std::numeric_limits<float>::infinity());
+}
 
 #if KNN_HAVE_CUDA
 // The GPU packing is the host reference's tree, array for array (same stable key sorts).
