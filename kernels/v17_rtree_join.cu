@@ -27,6 +27,7 @@
 #include "core/registry.hpp"
 #include "kernels/common/shared_topk.cuh"
 #include "kernels/common/str_pack_gpu.hpp"
+#include "kernels/common/topk_supports.hpp"
 #include "kernels/common/tree_gpu.cuh"
 
 namespace {
@@ -362,11 +363,8 @@ knn::VersionDesc describe() {
   d.gpus = knn::GpuNeed::one;
   d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
-    if (env.devices.empty()) return std::string("no CUDA device");
-    if (p.dim < 1) return fmt::format("k = {}: needs at least one dimension", p.dim);
-    if (p.topk < 1) return fmt::format("topk {} is not a neighbour count", p.topk);
+    if (auto reason = knn::gpu::topk_supports(p, env)) return reason;
     if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: an R-tree needs at least one point", p.m, p.n);
-    if (p.self_join && p.m != p.n) return fmt::format("a self-join needs m == n (m = {}, n = {})", p.m, p.n);
     int fanout = 0;
     try {
       fanout = fanout_from_environment();
