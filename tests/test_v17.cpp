@@ -8,19 +8,25 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 #include <optional>
+#include <random>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "core/order.hpp"
 #include "core/registry.hpp"
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
+#include "kernels/common/shared_topk.cuh"
 #include "kernels/common/str_pack.hpp"
 #include "test_support.hpp"
 #if KNN_HAVE_CUDA
@@ -202,6 +208,46 @@ TEST(GpuV17Harness, PassesTheRunnersValidation) {
   env.devices = {disc.devices[0]};
   const Result r = knn::testing::run_once(*v, d, env);
   EXPECT_EQ(r.status, Status::pass) << r.reason;
+}
+
+// SharedTopK::offer (any index order, as a tree visits rows), run on the host: streams of shuffled
+// indices at few distinct distances, NaN and +inf among them, against sorting the whole stream in
+// knn::before order; unfilled slots read (+inf, -1).
+TEST(V17SharedTopK, OfferKeepsTheBestTopkWhateverTheIndexOrder) {
+  std::mt19937 rng(1702);
+  for (int topk : {1, 2, 3, 5, 32, 50}) {
+    for (int len : {0, 1, topk - 1, topk, topk + 1, 10 * topk + 3, 600}) {
+      if (len < 0) continue;
+      std::vector<float> dist(std::size_t(topk) * 2, -5.f);
+      std::vector<std::int32_t> idx(std::size_t(topk) * 2, -5);
+      knn::gpu::SharedTopK list(dist.data() + 1, idx.data() + 1, 2, topk);
+      list.clear();
+      std::vector<std::int32_t> order(static_cast<std::size_t>(len));
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<std::pair<float, std::int32_t>> kept;
+      std::uniform_int_distribution<int> level(0, 9);
+      for (std::int32_t i : order) {
+        const int l = level(rng);
+        const float d = l == 8 ? std::numeric_limits<float>::quiet_NaN()
+                               : (l == 9 ? std::numeric_limits<float>::infinity() : float(l) * 0.5f);
+        list.offer(d, i);
+        if (d == d && d != std::numeric_limits<float>::infinity()) kept.emplace_back(d, i);
+      }
+      std::sort(kept.begin(), kept.end(),
+                [](const auto& a, const auto& b) { return before(a.first, a.second, b.first, b.second); });
+      std::vector<std::int32_t> got_i(topk);
+      std::vector<float> got_d(topk);
+      list.store(got_i.data(), got_d.data());
+      for (int s = 0; s < topk; ++s) {
+        const bool filled = s < int(kept.size());
+        EXPECT_EQ(got_d[s], filled ? kept[s].first : std::numeric_limits<float>::infinity())
+            << "topk " << topk << " length " << len << " rank " << s;
+        EXPECT_EQ(got_i[s], filled ? kept[s].second : -1) << "topk " << topk << " length " << len << " rank " << s;
+      }
+      for (int s = 0; s < topk; ++s) EXPECT_EQ(idx[std::size_t(s) * 2], -5) << "the other thread's slot " << s;
+    }
+  }
 }
 
 TEST(V17Supports, FanoutOverrideAndSharedMemoryLimit) {
