@@ -25,6 +25,7 @@
 #include "core/problem.hpp"
 #include "core/registry.hpp"
 #include "kernels/common/shared_topk.cuh"
+#include "kernels/common/topk_supports.hpp"
 #include "kernels/common/tree_gpu.cuh"
 
 namespace {
@@ -371,10 +372,7 @@ knn::VersionDesc describe() {
   d.gpus = knn::GpuNeed::one;
   d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
-    if (env.devices.empty()) return std::string("no CUDA device");
-    if (p.dim < 1) return fmt::format("k = {}: needs at least one dimension", p.dim);
-    if (p.topk < 1) return fmt::format("topk {} is not a neighbour count", p.topk);
-    if (p.self_join && p.m != p.n) return fmt::format("a self-join needs m == n (m = {}, n = {})", p.m, p.n);
+    if (auto reason = knn::gpu::topk_supports(p, env)) return reason;
     return topk_over_limit(p.topk, env.devices[0].shared_per_block_optin);
   };
   d.device_bytes = v14_device_bytes;

@@ -58,7 +58,7 @@ def import_matplotlib():
     if (os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON) and os.access(SYSTEM_PYTHON, os.X_OK)
             and not os.environ.get("KNN_PLOT_REEXEC")):
         os.environ["KNN_PLOT_REEXEC"] = "1"
-        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__)] + sys.argv[1:])
+        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(sys.argv[0])] + sys.argv[1:])  # the script run (plot_sweep.py imports this)
     print(f"plot.py: matplotlib is not installed for {sys.executable}.\n"
           "Install it with:  sudo apt-get install python3-matplotlib  (or scripts/install-deps.sh)", file=sys.stderr)
     sys.exit(3)

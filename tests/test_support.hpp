@@ -2,7 +2,10 @@
 // Shared test helpers: generated problems and running a registered version through the runner's
 // own measurement path.
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data.hpp"
@@ -36,6 +39,30 @@ struct Dataset {
     compute_reference(problem, Neighbors{idx.data(), dist.data()});
     return idx;
   }
+};
+
+// Sets an environment variable for one scope (unsets it when `value` is empty), then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::string& value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value.empty())
+      unsetenv(name_.c_str());
+    else
+      setenv(name_.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_)
+      setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
 };
 
 // Runs one version once (no warm-up) through measure_version and validates it.

@@ -129,27 +129,8 @@ struct Answers {
 const VersionDesc* find_v14() { return Registry::instance().find("v14"); }
 
 // Sets KNN_V14_QUERIES_PER_THREAD for one scope (unset when `value` is empty), then restores it.
-class ScopedQpt {
- public:
-  explicit ScopedQpt(const std::string& value) {
-    if (const char* old = std::getenv(kName)) old_ = old;
-    if (value.empty())
-      unsetenv(kName);
-    else
-      setenv(kName, value.c_str(), 1);
-  }
-  ~ScopedQpt() {
-    if (old_)
-      setenv(kName, old_->c_str(), 1);
-    else
-      unsetenv(kName);
-  }
-  ScopedQpt(const ScopedQpt&) = delete;
-  ScopedQpt& operator=(const ScopedQpt&) = delete;
-  static constexpr const char* kName = "KNN_V14_QUERIES_PER_THREAD";
-
- private:
-  std::optional<std::string> old_;
+struct ScopedQpt : knn::testing::ScopedEnv {
+  explicit ScopedQpt(const std::string& value) : ScopedEnv("KNN_V14_QUERIES_PER_THREAD", value) {}
 };
 
 // Runs v14 on the case and checks the queries in `rows` (every one when empty) against v0's loop:

@@ -48,6 +48,16 @@ class SharedTopK {
     worst_ = dist_[0];
   }
 
+  // Offers (d, i) with indices in any order (tree searches): the full (distance, index) rule
+  // against the worst kept pair, whose index is read only on an exact distance tie. +inf and NaN
+  // never enter.
+  KNN_TOPK_FN void offer(float d, std::int32_t i) {
+    if (!(d <= worst_)) return;
+    if (d == worst_ && !(i < idx_[0])) return;
+    sift_down(d, i, topk_);
+    worst_ = dist_[0];
+  }
+
   // Writes the list in ascending (distance, index) order to one output row of topk pairs; the
   // heap is used up (pop the root into the last free output slot, refill the root, sift down).
   KNN_TOPK_FN void store(std::int32_t* __restrict__ out_idx, float* __restrict__ out_dist) {

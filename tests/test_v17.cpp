@@ -1,0 +1,285 @@
+// v17 (R-tree kNN join on the GPU) against v0's loop, row for row: one point, identical points,
+// M much smaller and much larger than N, K = 1 and K = N, k = 1, 2, 3, 5, 8, 16 and 20, clusters,
+// integer data full of ties, self-joins, fan-outs 16, 23, 32 and 64 (KNN_V17_FANOUT); the GPU STR
+// build against the host reference, byte for byte; the runner's own validation on the seed's
+// headline shape. GPU tests (Gpu*) skip with a message where no CUDA device exists; the fan-out
+// override's errors and supports() run on the CPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/order.hpp"
+#include "core/registry.hpp"
+#include "core/topk.hpp"
+#include "data.hpp"
+#include "devices.hpp"
+#include "kernels/common/shared_topk.cuh"
+#include "kernels/common/str_pack.hpp"
+#include "test_support.hpp"
+#if KNN_HAVE_CUDA
+#include "kernels/common/str_pack_gpu.hpp"
+#endif
+
+using namespace knn;
+
+namespace {
+
+const DeviceDiscovery& discovery() {
+  static const DeviceDiscovery d = discover_devices();
+  return d;
+}
+
+// Sets KNN_V17_FANOUT for one scope (unset when `value` is empty), then restores it.
+struct ScopedFanout : knn::testing::ScopedEnv {
+  explicit ScopedFanout(const std::string& value) : ScopedEnv("KNN_V17_FANOUT", value) {}
+};
+
+struct V17Case {
+  std::string name;
+  int dim, m, n, topk;
+  bool self_join = false;
+  Distribution dist = Distribution::uniform;
+  std::uint32_t integer_max = kDefaultIntegerMax;
+  bool identical = false;
+};
+
+void PrintTo(const V17Case& c, std::ostream* os) { *os << c.name; }
+
+std::vector<V17Case> v17_cases() {
+  std::vector<V17Case> out = {
+      {"one_point", 3, 1, 1, 1},
+      {"one_point_topk3", 3, 1, 1, 3},
+      {"self_one_point", 3, 1, 1, 2, true},  // no neighbour exists: (+inf, -1) rows (topk 1: see below)
+      {"identical", 3, 50, 77, 10, false, Distribution::uniform, kDefaultIntegerMax, true},
+      {"self_identical", 2, 100, 100, 32, true, Distribution::uniform, kDefaultIntegerMax, true},
+      {"m_small", 3, 3, 5000, 8},
+      {"m_large", 3, 20000, 50, 4},
+      {"topk1", 8, 2000, 3000, 1},
+      {"topk_n", 3, 70, 40, 40},
+      {"self_topk_n", 3, 40, 40, 40, true},
+      {"topk_over_n", 3, 7, 5, 8},
+      {"clusters", 3, 3000, 20000, 16, false, Distribution::clusters},
+      {"clusters_k16", 16, 500, 20000, 5, false, Distribution::clusters},
+      {"duplicates", 3, 1000, 5000, 8, false, Distribution::duplicates},
+      {"ties_k3", 3, 1000, 1000, 33, false, Distribution::integers, 4},
+      {"self_ties_k8", 8, 777, 777, 5, true, Distribution::integers, 2},
+      {"seed300_shape", 8, 10000, 1000, 5, false, Distribution::integers, 100},
+      {"seed301_shape", 8, 1000, 1000, 50, false, Distribution::integers, 100},
+      {"self_uniform", 2, 8192, 8192, 32, true},
+  };
+  for (int dim : {1, 2, 3, 5, 8, 16, 20}) {
+    out.push_back({fmt::format("k{}_uniform", dim), dim, 1000, 4000, 5});
+    out.push_back({fmt::format("k{}_ties", dim), dim, 1000, 4000, 7, false, Distribution::integers, 10});
+  }
+  return out;
+}
+
+// Runs v17 on the case and checks every row against v0's loop: distances bit for bit and the same
+// indices (the (distance, index) order is total, so ties resolve exactly as v0's). Returns ctx.path.
+std::string check_against_v0(const V17Case& c) {
+  const auto& disc = discovery();
+  const VersionDesc* v = Registry::instance().find("v17");
+  EXPECT_NE(v, nullptr) << "v17 is not registered in a build that found a CUDA device";
+  if (v == nullptr) return {};
+  std::vector<float> refs(std::size_t(c.n) * c.dim, 0.375f), queries;
+  const std::uint64_t seed = 1700 + std::uint64_t(c.n) * 7 + std::uint64_t(c.dim);
+  if (!c.identical) generate_points(c.dist, seed, PointSet::references, c.dim, std::size_t(c.n), refs.data(), c.integer_max);
+  if (!c.self_join) {
+    queries.assign(std::size_t(c.m) * c.dim, 0.375f);
+    if (!c.identical)
+      generate_points(c.dist, seed, PointSet::queries, c.dim, std::size_t(c.m), queries.data(), c.integer_max);
+  }
+  const Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
+  Environment env;
+  env.devices = {disc.devices[0]};
+  if (const auto reason = v->supports(p, env)) {
+    ADD_FAILURE() << "v17 skipped " << c.name << ": " << *reason;
+    return {};
+  }
+  std::vector<std::int32_t> want_i(p.result_slots()), got_i(p.result_slots(), -7);
+  std::vector<float> want_d(p.result_slots()), got_d(p.result_slots(), -1.f);
+  for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
+  TimingSink timing;
+  RunContext ctx{timing, env, {}, {}};
+  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
+  for (const char* phase : {"h2d", "build_p", "join", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
+  EXPECT_EQ(timing.phases().count("build_q"), c.self_join ? 0u : 1u);
+  for (std::size_t at = 0; at < p.result_slots(); ++at) {
+    EXPECT_EQ(got_d[at], want_d[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;
+    EXPECT_EQ(got_i[at], want_i[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;
+    if (got_d[at] != want_d[at] || got_i[at] != want_i[at]) break;
+  }
+  return ctx.path;
+}
+
+class GpuV17 : public ::testing::TestWithParam<std::tuple<V17Case, int>> {};
+
+TEST_P(GpuV17, MatchesV0RowForRow) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const auto& [c, fanout] = GetParam();
+  const ScopedFanout forced(std::to_string(fanout));
+  const std::string path = check_against_v0(c);
+  EXPECT_NE(path.find(fmt::format("fan-out {} (KNN_V17_FANOUT)", fanout)), std::string::npos) << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuV17, ::testing::Combine(::testing::ValuesIn(v17_cases()), ::testing::Values(16, 23, 32, 64)),
+                         [](const ::testing::TestParamInfo<std::tuple<V17Case, int>>& i) {
+                           return fmt::format("{}_f{}", std::get<0>(i.param).name, std::get<1>(i.param));
+                         });
+
+// A self-join of one point has no neighbour. v17 leaves the empty slot (+inf, -1) at every topk, as
+// v0 does for topk > 1; v0's literal argmin loop for topk = 1 reports index 0 there instead, so this
+// row is checked against the empty slot, not against v0.
+TEST(GpuV17Empty, SelfJoinOfOnePointHasNoNeighbour) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const VersionDesc* v = Registry::instance().find("v17");
+  ASSERT_NE(v, nullptr);
+  std::vector<float> point = {0.25f, 0.5f, 0.75f};
+  const Problem p{3, 1, 1, 1, point.data(), point.data(), true};
+  Environment env;
+  env.devices = {disc.devices[0]};
+  std::int32_t index = 7;
+  float distance = -1.f;
+  TimingSink timing;
+  RunContext ctx{timing, env, {}, {}};
+  v->make()->query(p, Neighbors{&index, &distance}, ctx);
+  EXPECT_EQ(index, -1);
+  EXPECT_EQ(distance, std::numeric_limits<float>::infinity());
+}
+
+#if KNN_HAVE_CUDA
+// The GPU packing is the host reference's tree, array for array (same stable key sorts).
+TEST(GpuV17Str, DeviceBuildEqualsHostBuild) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  struct Shape {
+    std::int64_t n;
+    int dim, fanout;
+    Distribution dist;
+    std::uint32_t integer_max;
+  };
+  const std::vector<Shape> shapes = {
+      {1, 3, 32, Distribution::uniform, 100},      {31, 2, 16, Distribution::uniform, 100},
+      {1000, 8, 32, Distribution::integers, 100},  {10000, 8, 32, Distribution::integers, 100},
+      {4097, 3, 23, Distribution::duplicates, 100}, {70000, 2, 16, Distribution::uniform, 100},
+      {20000, 16, 64, Distribution::clusters, 100}, {50000, 5, 32, Distribution::integers, 3},
+      {3000, 1, 16, Distribution::integers, 10},
+  };
+  for (const auto& s : shapes) {
+    std::vector<float> pts(std::size_t(s.n) * s.dim);
+    generate_points(s.dist, 1717 + s.n, PointSet::references, s.dim, std::size_t(s.n), pts.data(), s.integer_max);
+    const str::Tree host = str::build_host(pts.data(), s.n, s.dim, s.fanout);
+    const str::Tree dev = str::build_on_device(pts.data(), s.n, s.dim, s.fanout);
+    const std::string name = fmt::format("n{}_k{}_f{}_{}", s.n, s.dim, s.fanout, to_string(s.dist));
+    EXPECT_EQ(dev.shape.level_begin, host.shape.level_begin) << name;
+    EXPECT_EQ(dev.index, host.index) << name;
+    EXPECT_EQ(dev.points, host.points) << name;
+    EXPECT_EQ(dev.lo, host.lo) << name;
+    EXPECT_EQ(dev.hi, host.hi) << name;
+    EXPECT_EQ(dev.begin, host.begin) << name;
+    EXPECT_EQ(dev.end, host.end) << name;
+  }
+}
+#endif
+
+// The seed's headline shape through the runner's own measurement and validation.
+TEST(GpuV17Harness, PassesTheRunnersValidation) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const VersionDesc* v = Registry::instance().find("v17");
+  ASSERT_NE(v, nullptr);
+  knn::testing::Dataset d(8, 10000, 1000, 5, Distribution::integers, 300);
+  Environment env;
+  env.devices = {disc.devices[0]};
+  const Result r = knn::testing::run_once(*v, d, env);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+}
+
+// SharedTopK::offer (any index order, as a tree visits rows), run on the host: streams of shuffled
+// indices at few distinct distances, NaN and +inf among them, against sorting the whole stream in
+// knn::before order; unfilled slots read (+inf, -1).
+TEST(V17SharedTopK, OfferKeepsTheBestTopkWhateverTheIndexOrder) {
+  std::mt19937 rng(1702);
+  for (int topk : {1, 2, 3, 5, 32, 50}) {
+    for (int len : {0, 1, topk - 1, topk, topk + 1, 10 * topk + 3, 600}) {
+      if (len < 0) continue;
+      std::vector<float> dist(std::size_t(topk) * 2, -5.f);
+      std::vector<std::int32_t> idx(std::size_t(topk) * 2, -5);
+      knn::gpu::SharedTopK list(dist.data() + 1, idx.data() + 1, 2, topk);
+      list.clear();
+      std::vector<std::int32_t> order(static_cast<std::size_t>(len));
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<std::pair<float, std::int32_t>> kept;
+      std::uniform_int_distribution<int> level(0, 9);
+      for (std::int32_t i : order) {
+        const int l = level(rng);
+        const float d = l == 8 ? std::numeric_limits<float>::quiet_NaN()
+                               : (l == 9 ? std::numeric_limits<float>::infinity() : float(l) * 0.5f);
+        list.offer(d, i);
+        if (d == d && d != std::numeric_limits<float>::infinity()) kept.emplace_back(d, i);
+      }
+      std::sort(kept.begin(), kept.end(),
+                [](const auto& a, const auto& b) { return before(a.first, a.second, b.first, b.second); });
+      std::vector<std::int32_t> got_i(topk);
+      std::vector<float> got_d(topk);
+      list.store(got_i.data(), got_d.data());
+      for (int s = 0; s < topk; ++s) {
+        const bool filled = s < int(kept.size());
+        EXPECT_EQ(got_d[s], filled ? kept[s].first : std::numeric_limits<float>::infinity())
+            << "topk " << topk << " length " << len << " rank " << s;
+        EXPECT_EQ(got_i[s], filled ? kept[s].second : -1) << "topk " << topk << " length " << len << " rank " << s;
+      }
+      for (int s = 0; s < topk; ++s) EXPECT_EQ(idx[std::size_t(s) * 2], -5) << "the other thread's slot " << s;
+    }
+  }
+}
+
+TEST(V17Supports, FanoutOverrideAndSharedMemoryLimit) {
+  const VersionDesc* v = Registry::instance().find("v17");
+  if (v == nullptr) GTEST_SKIP() << "v17 is built only with CUDA: not registered in this build";
+  EXPECT_TRUE(v->self_join);
+  EXPECT_EQ(v->family, Family::gpu);
+  std::vector<float> points(3 * 100, 0.5f);
+  Problem p{3, 100, 100, 5, points.data(), points.data()};
+  Environment env;
+  EXPECT_EQ(v->supports(p, env).value_or(""), "no CUDA device");
+  DeviceInfo fake;
+  fake.ordinal = 0;
+  fake.shared_per_block_optin = 48 * 1024;
+  env.devices = {fake};
+  EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
+  for (const char* bad : {"15", "65", "x", "32 ", "0"}) {
+    const ScopedFanout forced(bad);
+    const auto reason = v->supports(p, env);
+    ASSERT_TRUE(reason.has_value()) << bad;
+    EXPECT_NE(reason->find(fmt::format("KNN_V17_FANOUT = '{}'", bad)), std::string::npos) << *reason;
+  }
+  const ScopedFanout forced("32");
+  p.topk = 100;  // 32 heaps of 100 pairs: 25600 bytes and a few KiB more
+  EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
+  p.topk = 200;  // 51200 bytes: over 48 KiB
+  const auto reason = v->supports(p, env);
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_NE(reason->find("topk 200"), std::string::npos) << *reason;
+  EXPECT_NE(reason->find("49152 bytes"), std::string::npos) << *reason;
+  p.m = 0;
+  EXPECT_NE(v->supports(p, env).value_or("").find("at least one point"), std::string::npos);
+}
+
+}  // namespace
