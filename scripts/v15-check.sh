@@ -16,16 +16,16 @@ for step in "${steps[@]}"; do
       cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/build.log" 2>&1 &&
         cmake --build "$B" -j16 --target knnbench knn_tests >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; } ;;
     tests)
-      timeout 100 "$B/tests/knn_tests" --gtest_filter='*V15*' >"$OUT/tests.log" 2>&1
+      timeout 70 "$B/tests/knn_tests" --gtest_filter='*V15*' >"$OUT/tests.log" 2>&1
       echo "tests rc=$?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|Expected|Which is|query" "$OUT/tests.log" | head -40 ;;
     default)
-      timeout 90 "$B/knnbench" --version v4,v6,v7,v14,v15 --case 8-11 --max-time 2 --json "$OUT/default.json" \
+      timeout 85 "$B/knnbench" --version v4,v6,v7,v14,v15 --case 8-11 --max-time 2 --json "$OUT/default.json" \
         --md "$OUT/default.md" >"$OUT/default.log" 2>&1; echo "default rc=$?"; tail -12 "$OUT/default.log" ;;
     seeds)
-      timeout 90 "$B/knnbench" --config configs/seeds.json --case 200,405 --version v14,v15 --max-time 3 \
+      timeout 60 "$B/knnbench" --config configs/seeds.json --case 200,405 --version v14,v15 --max-time 3 \
         --json "$OUT/seeds.json" --md "$OUT/seeds.md" >"$OUT/seeds.log" 2>&1; echo "seeds rc=$?"; tail -8 "$OUT/seeds.log" ;;
     topk)
-      timeout 60 "$B/knnbench" --config configs/v15-topk.json --version v15 --max-time 2 \
+      timeout 45 "$B/knnbench" --config configs/v15-topk.json --version v15 --max-time 2 \
         --json "$OUT/topk.json" --md "$OUT/topk.md" >"$OUT/topk.log" 2>&1; echo "topk rc=$?"; tail -8 "$OUT/topk.log" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
