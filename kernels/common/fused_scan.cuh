@@ -1,0 +1,223 @@
+#pragma once
+// v15's fused distance + top-k scan. One block: kScanBlock threads = QT query threads × RT row
+// threads; blockIdx.x = query group × splits + split. One thread: Q queries (query group·QT·Q +
+// u·QT + its query thread, u < Q) held in registers, and the row groups split_begin + its row
+// thread, + RT, ... of its split of the chunk, 4 rows at a time (dim 16-byte loads, the same
+// address across a warp when QT >= 32, so one load serves 32 threads × Q queries). Distances are
+// Σ(q − r)² in fp32, first term a product, the others fused multiply-adds. Each query's running
+// best sit in registers (a sorted list of K, K <= 32) or in a max-heap in global scratch
+// (SharedTopK, topk > 32). A group is offered only when its 4-row minimum beats the worst kept
+// distance (almost never late in the scan), so selection costs about one instruction per pair.
+// Rows arrive in increasing index order per thread: a distance equal to the worst kept one never
+// enters (the kept index is smaller), which is the (distance, index) order of knn::before.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/scan_plan.hpp"
+#include "kernels/common/shared_topk.cuh"
+
+namespace knn::gpu::scan {
+
+enum class List { one, eight, thirty_two, heap };
+
+template <List L> __host__ __device__ constexpr int queries_per_thread() { return L == List::one ? 4 : L == List::eight ? 2 : 1; }
+template <List L> __host__ __device__ constexpr int capacity() { return L == List::one ? 1 : L == List::eight ? 8 : 32; }
+
+// Everything one chunk's launch needs.
+struct Args {
+  const float* __restrict__ queries;     // m × dim
+  const float* __restrict__ references;  // padded to a multiple of 4 rows
+  int dim, m, topk;
+  bool self_join;
+  int row_begin, row_end;  // the chunk (row_begin a multiple of 4)
+  int splits, query_threads, ref_threads;
+  long long partials, partial_base;  // a thread's lists go to partial partial_base + split·RT + row thread
+  float* partial_distances;          // [(q·partials + p)·topk + s]
+  std::int32_t* partial_indices;
+  unsigned long long* best;  // List::one: a packed (distance, index) key per query, atomicMin'd
+  float* heap_distances;     // List::heap: topk slots per thread, slot-major over the grid
+  std::int32_t* heap_indices;
+};
+
+// (distance, index) as one key whose unsigned order is knn::before's (distances >= +0, not NaN;
+// index -1 sorts last).
+__device__ __forceinline__ unsigned long long pack(float d, std::int32_t i) {
+  return (static_cast<unsigned long long>(__float_as_uint(d)) << 32) | static_cast<std::uint32_t>(i);
+}
+
+// A sorted list of the best K (distance, index) pairs in registers; `worst` is entry topk − 1.
+template <int K>
+struct RegisterList {
+  float d[K];
+  std::int32_t i[K];
+  float worst;
+  __device__ __forceinline__ void clear() {
+#pragma unroll
+    for (int s = 0; s < K; ++s) d[s] = INFINITY, i[s] = -1;
+    worst = INFINITY;
+  }
+  // Walks the list once, swapping the carried pair with every entry it comes before (the full
+  // (distance, index) order, so a displaced pair keeps its place among equal distances): only
+  // compile-time indices and selects, so the list stays in registers.
+  __device__ __forceinline__ void insert(float dv, std::int32_t iv, int topk) {
+#pragma unroll
+    for (int s = 0; s < K; ++s) {
+      const bool swap = dv < d[s] || (dv == d[s] && iv < i[s]);
+      const float td = d[s];
+      const std::int32_t ti = i[s];
+      d[s] = swap ? dv : td, i[s] = swap ? iv : ti;
+      dv = swap ? td : dv, iv = swap ? ti : iv;
+    }
+    // worst = d[topk - 1] by one select per entry; written in PTX because nvcc otherwise turns the
+    // selects back into a run-time index, which moves the whole list to local memory.
+    float w = d[0];
+#pragma unroll
+    for (int s = 1; s < K; ++s)
+      asm("{\n\t.reg .pred p;\n\tsetp.eq.s32 p, %1, %2;\n\tselp.f32 %0, %3, %0, p;\n\t}"
+          : "+f"(w)
+          : "r"(s), "r"(topk - 1), "f"(d[s]));
+    worst = w;
+  }
+};
+
+// The distances from Q queries to rows row0 .. row0 + 3 (compile-time dim).
+template <int DIM, int Q>
+__device__ __forceinline__ void group_distances(const float (&query)[Q][DIM], const float* __restrict__ rows,
+                                                float (&d)[Q][kScanGroup]) {
+  float r[kScanGroup * DIM];
+  const float4* p = reinterpret_cast<const float4*>(rows);
+#pragma unroll
+  for (int c = 0; c < DIM; ++c) {
+    const float4 f = __ldg(p + c);
+    r[4 * c] = f.x, r[4 * c + 1] = f.y, r[4 * c + 2] = f.z, r[4 * c + 3] = f.w;
+  }
+#pragma unroll
+  for (int j = 0; j < kScanGroup; ++j)
+#pragma unroll
+    for (int u = 0; u < Q; ++u) {
+      const float diff = query[u][0] - r[j * DIM];
+      float s = __fmul_rn(diff, diff);
+#pragma unroll
+      for (int t = 1; t < DIM; ++t) {
+        const float e = query[u][t] - r[j * DIM + t];
+        s = __fmaf_rn(e, e, s);
+      }
+      d[u][j] = s;
+    }
+}
+
+// The same with dim known at run time (queries read through the cache each dimension).
+template <int Q>
+__device__ __forceinline__ void group_distances(const float* const (&query)[Q], int dim, const float* __restrict__ rows,
+                                                float (&d)[Q][kScanGroup]) {
+  for (int t = 0; t < dim; ++t) {
+    float r[kScanGroup], q[Q];
+#pragma unroll
+    for (int j = 0; j < kScanGroup; ++j) r[j] = __ldg(rows + j * dim + t);
+#pragma unroll
+    for (int u = 0; u < Q; ++u) q[u] = __ldg(query[u] + t);
+#pragma unroll
+    for (int j = 0; j < kScanGroup; ++j)
+#pragma unroll
+      for (int u = 0; u < Q; ++u) {
+        const float e = q[u] - r[j];
+        d[u][j] = t == 0 ? __fmul_rn(e, e) : __fmaf_rn(e, e, d[u][j]);
+      }
+  }
+}
+
+template <int DIM, List L>
+__global__ void __launch_bounds__(kScanBlock) scan_kernel(Args a) {
+  constexpr int Q = queries_per_thread<L>();
+  constexpr int K = capacity<L>();
+  const int qt = threadIdx.x % a.query_threads, rt = threadIdx.x / a.query_threads;
+  const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
+  int q[Q];
+#pragma unroll
+  for (int u = 0; u < Q; ++u) q[u] = (group * Q + u) * a.query_threads + qt;
+  if (q[0] >= a.m) return;  // q[u] grows with u: this thread has no query at all
+  bool active[Q];
+#pragma unroll
+  for (int u = 0; u < Q; ++u) active[u] = q[u] < a.m, q[u] = active[u] ? q[u] : a.m - 1;
+
+  float query[Q][DIM > 0 ? DIM : 1];
+  const float* query_row[Q];
+#pragma unroll
+  for (int u = 0; u < Q; ++u) {
+    query_row[u] = a.queries + std::size_t(q[u]) * a.dim;
+    if constexpr (DIM > 0)
+#pragma unroll
+      for (int t = 0; t < DIM; ++t) query[u][t] = __ldg(query_row[u] + t);
+  }
+
+  RegisterList<K> list[L == List::heap ? 1 : Q];
+  SharedTopK heap;
+  const long long thread_slot = (long long)blockIdx.x * kScanBlock + threadIdx.x;
+  if constexpr (L == List::heap) {
+    const long long stride = (long long)gridDim.x * kScanBlock;
+    heap = SharedTopK(a.heap_distances + thread_slot, a.heap_indices + thread_slot, int(stride), a.topk);
+    heap.clear();
+  } else {
+#pragma unroll
+    for (int u = 0; u < Q; ++u) list[u].clear();
+  }
+
+  const long long groups = (a.row_end - a.row_begin + kScanGroup - 1) / kScanGroup;
+  const long long g_end = groups * (split + 1) / a.splits;
+  for (long long g = groups * split / a.splits + rt; g < g_end; g += a.ref_threads) {
+    const int row0 = a.row_begin + int(g) * kScanGroup;
+    float d[Q][kScanGroup];
+    const float* rows = a.references + std::size_t(row0) * a.dim;
+    if constexpr (DIM > 0)
+      group_distances<DIM, Q>(query, rows, d);
+    else
+      group_distances<Q>(query_row, a.dim, rows, d);
+    const int valid = a.row_end - row0;  // rows past the chunk (padding) are no candidates
+    if (valid < kScanGroup) {
+#pragma unroll
+      for (int j = 0; j < kScanGroup; ++j)
+#pragma unroll
+        for (int u = 0; u < Q; ++u) d[u][j] = j < valid ? d[u][j] : INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < Q; ++u) {
+      const float low = fminf(fminf(d[u][0], d[u][1]), fminf(d[u][2], d[u][3]));
+      const float worst = L == List::heap ? heap.worst_distance() : list[u].worst;
+      if (!(low < worst)) continue;
+      // Rare: some row enters. The query itself (self-join) is passed over here only, since a
+      // group that beats nothing needs no check.
+#pragma unroll
+      for (int j = 0; j < kScanGroup; ++j) {
+        const int row = row0 + j;
+        if (a.self_join && row == q[u]) continue;
+        if constexpr (L == List::heap) {
+          heap.offer_ascending(d[u][j], row);
+        } else if (d[u][j] < list[u].worst) {
+          list[u].insert(d[u][j], row, a.topk);
+        }
+      }
+    }
+  }
+
+  const long long partial = a.partial_base + (long long)split * a.ref_threads + rt;
+  if constexpr (L == List::one) {
+#pragma unroll
+    for (int u = 0; u < Q; ++u)
+      if (active[u]) atomicMin(a.best + q[u], pack(list[u].d[0], list[u].i[0]));
+  } else if constexpr (L == List::heap) {
+    const std::size_t at = (std::size_t(q[0]) * a.partials + partial) * a.topk;
+    heap.store(a.partial_indices + at, a.partial_distances + at);
+  } else {
+#pragma unroll
+    for (int u = 0; u < Q; ++u) {
+      if (!active[u]) continue;
+      const std::size_t at = (std::size_t(q[u]) * a.partials + partial) * a.topk;
+#pragma unroll
+      for (int s = 0; s < K; ++s)
+        if (s < a.topk) a.partial_distances[at + s] = list[u].d[s], a.partial_indices[at + s] = list[u].i[s];
+    }
+  }
+}
+
+}  // namespace knn::gpu::scan

@@ -1,0 +1,82 @@
+#pragma once
+// Host-side planning of v15's fused scan (pure C++, tested on the CPU): how one thread's queries
+// and reference rows are laid out, how the references are cut into chunks that are copied while
+// the previous chunk is searched, and into how many splits each chunk's rows are shared out so a
+// few queries still fill every SM. Every count comes from the arguments (the device's resident
+// blocks among them), never from a device constant.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace knn::gpu {
+
+// Rows of a reference group: a thread reads 4 consecutive rows as dim 16-byte loads.
+constexpr int kScanGroup = 4;
+// Threads per block of the scan kernel.
+constexpr int kScanBlock = 128;
+// At most this many partial (distance, index) entries wait for the merge (about 24 bytes each
+// with the sort's keys): the split count shrinks before the buffer grows past it.
+constexpr long long kPartialBudget = 32LL << 20;
+// A chunk carries at least this many bytes of references (smaller copies waste the link's
+// latency), and there are at most kMaxChunks of them.
+constexpr std::size_t kChunkBytes = std::size_t(4) << 20;
+constexpr int kMaxChunks = 8;
+// A thread scans at least this many row groups of its split.
+constexpr long long kMinGroupsPerThread = 16;
+
+struct ScanPlan {
+  int queries_per_thread = 1;  // Q: query slots per thread (a template constant of the kernel)
+  int query_threads = 1;       // QT: threads of a block along the queries (power of two)
+  int ref_threads = 1;         // RT = kScanBlock / QT: threads of a block along the rows
+  int query_groups = 1;        // blocks along the queries: ceil(m / (QT · Q))
+  int splits = 1;              // blocks along one chunk's rows
+  std::vector<int> chunk_rows;  // chunk c holds rows [chunk_rows[c], chunk_rows[c + 1])
+  int chunks() const { return int(chunk_rows.size()) - 1; }
+  int blocks_per_chunk() const { return query_groups * splits; }
+  // Partial lists per query: one per (chunk, split, row thread).
+  long long partials() const { return (long long)chunks() * splits * ref_threads; }
+};
+
+// Chunk boundaries for n rows of `row_bytes` each: interior boundaries are multiples of kScanGroup
+// rows (a group never straddles two chunks); one chunk when `single` (self-joins: the kernel reads
+// every row as a query, so all rows must be on the device before it starts).
+inline std::vector<int> plan_chunks(int n, std::size_t row_bytes, bool single) {
+  const std::size_t bytes = std::size_t(n) * row_bytes;
+  int chunks = single ? 1 : int(std::min<std::size_t>(kMaxChunks, std::max<std::size_t>(1, bytes / kChunkBytes)));
+  const long long groups = (n + kScanGroup - 1) / kScanGroup;
+  chunks = int(std::max<long long>(1, std::min<long long>(chunks, groups)));
+  std::vector<int> rows(chunks + 1);
+  for (int c = 0; c < chunks; ++c) rows[c] = int(groups * c / chunks * kScanGroup);
+  rows[chunks] = n;
+  return rows;
+}
+
+// The plan for m queries against n references of dimension dim, topk neighbours, with Q query
+// slots per thread, on a device that holds `resident_blocks` scan blocks at once (occupancy × SMs).
+// `single_chunk` for self-joins and the heap lists (their scratch is sized for one kernel at a time).
+inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_thread, long long resident_blocks,
+                          bool single_chunk) {
+  ScanPlan p;
+  p.queries_per_thread = queries_per_thread;
+  const long long query_slots = (m + queries_per_thread - 1) / queries_per_thread;
+  while (p.query_threads < kScanBlock && p.query_threads < query_slots) p.query_threads *= 2;
+  p.ref_threads = kScanBlock / p.query_threads;
+  p.query_groups = int((query_slots + p.query_threads - 1) / p.query_threads);
+  p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk);
+  // Many queries: the chunks' partial lists would outgrow the budget, and the search outlasts the
+  // copy anyway, so one chunk (the answers are then written in place, no merge).
+  if (p.chunks() > 1 && (long long)m * p.chunks() * p.ref_threads * topk > kPartialBudget)
+    p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), true);
+  // Enough blocks per chunk to fill the device once, but no thread with less than
+  // kMinGroupsPerThread groups and no more partial entries than the budget.
+  const long long chunk_groups = ((long long)n / p.chunks() + kScanGroup - 1) / kScanGroup;
+  long long splits = (resident_blocks + p.query_groups - 1) / p.query_groups;
+  splits = std::min(splits, std::max(1LL, chunk_groups / (p.ref_threads * kMinGroupsPerThread)));
+  const long long per_split = (long long)m * p.chunks() * p.ref_threads * topk;
+  splits = std::min(splits, std::max(1LL, kPartialBudget / std::max(1LL, per_split)));
+  p.splits = int(std::max(1LL, splits));
+  return p;
+}
+
+}  // namespace knn::gpu
