@@ -67,6 +67,13 @@ if ! { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${KNN_CMAKE_ARGS:-}
   exit 2
 fi
 bin="$BUILD_DIR/knnbench"
+# The build leaves the 1-minute load average high (7 on 16 cores right after a full build), and the
+# runs that follow then start on a "busy machine": wait up to 90 s for it to settle below 2.
+for _ in $(seq 1 18); do
+  awk '{exit !($1 >= 2)}' /proc/loadavg || break
+  sleep 5
+done
+log "load average before measuring: $(cut -d' ' -f1-3 /proc/loadavg)"
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 
 for step in "${steps[@]}"; do

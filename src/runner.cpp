@@ -164,7 +164,7 @@ int run_benchmark(const RunOptions& opts) {
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
   for (auto& rep : reporters) rep->begin(info);
   if (host_busy(info.host) && !opts.quiet && !opts.isolated_child)
-    fmt::print("knnbench: warning: busy machine (load {:.2f} on {} logical CPUs, {} OpenMP threads): expect noisy times\n",
+    fmt::print("knnbench: warning: busy machine (load {:.2f}, {} logical CPUs, {} OpenMP threads): times may be noisy\n",
                info.host.load_1min, info.host.cores, info.host.omp_threads);
 
   std::vector<Result> results;
