@@ -27,11 +27,10 @@ knn::VersionDesc describe() {
     if (p.n < 1) return std::string("kd-tree needs at least one reference point");
     return std::nullopt;
   };
-  // The tree: a leaf-ordered copy of the references and their indices, two boxes of k floats per
-  // node (under n / 4 nodes with 16-point leaves), per-node ids; a self-join's widened answers.
+  // The tree and a self-join's widened answers.
   d.host_bytes = [](const knn::Problem& p, const knn::Environment&) {
-    const std::size_t n = std::size_t(p.n), k = std::size_t(p.dim);
-    return 4 * n * k + 4 * n + 2 * 4 * k * (n / 4 + 2) + 12 * (n / 4 + 2) + (p.self_join ? 8 * std::size_t(p.m) * (p.topk + 1) : 0);
+    return knn::tree::kdtree_host_bytes(std::size_t(p.n), std::size_t(p.dim)) +
+           (p.self_join ? 8 * std::size_t(p.m) * (p.topk + 1) : 0);
   };
   d.make = [] {
     return knn::tree::make_cpu_tree(

@@ -305,6 +305,10 @@ knn::VersionDesc describe() {
     if (p.n < 1) return std::string("kd-tree needs at least one reference point");
     return std::nullopt;
   };
+  // The tree is built on the host before its upload (v10's builder).
+  d.host_bytes = [](const knn::Problem& p, const knn::Environment&) {
+    return knn::tree::kdtree_host_bytes(std::size_t(p.n), std::size_t(p.dim));
+  };
   d.make = [] { return std::make_unique<KdTreeGpu>(); };
   return d;
 }

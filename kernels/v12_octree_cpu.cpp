@@ -29,12 +29,9 @@ knn::VersionDesc describe() {
     if (p.n < 1) return std::string("octree needs at least one reference point");
     return std::nullopt;
   };
-  // The tree: a leaf-ordered copy of the references (12 bytes a point) and their indices; at most
-  // 2n - 1 nodes (leaves are non-empty, internal nodes have 2 to 8 children) of 32 bytes plus a
-  // per-node id; a self-join's widened answers.
+  // The tree and a self-join's widened answers.
   d.host_bytes = [](const knn::Problem& p, const knn::Environment&) {
-    const std::size_t n = std::size_t(p.n);
-    return 16 * n + 36 * (2 * n) + (p.self_join ? 8 * std::size_t(p.m) * (p.topk + 1) : 0);
+    return knn::tree::octree_host_bytes(std::size_t(p.n)) + (p.self_join ? 8 * std::size_t(p.m) * (p.topk + 1) : 0);
   };
   d.make = [] {
     return knn::tree::make_cpu_tree(

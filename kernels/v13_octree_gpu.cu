@@ -217,6 +217,8 @@ knn::VersionDesc describe() {
     if (p.n < 1) return std::string("octree needs at least one reference point");
     return std::nullopt;
   };
+  // The tree is built on the host before its upload (v12's builder).
+  d.host_bytes = [](const knn::Problem& p, const knn::Environment&) { return knn::tree::octree_host_bytes(std::size_t(p.n)); };
   d.make = [] { return std::make_unique<OctreeGpu>(); };
   return d;
 }

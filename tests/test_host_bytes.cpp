@@ -54,3 +54,28 @@ TEST(HostBytes, TheOctreeEstimateCoversTheTree) {
       EXPECT_GE(v->host_bytes(p, knn::Environment{}), real) << "n " << n << " " << knn::to_string(dist);
     }
 }
+
+// The GPU trees build the same trees on the host before uploading them (v11: 16- or 32-point
+// leaves, v13: 32-point leaves), so they declare the same host estimate; CUDA builds only.
+TEST(HostBytes, TheGpuTreesDeclareTheirHostBuiltTrees) {
+  const knn::VersionDesc* v11 = knn::Registry::instance().find("v11");
+  const knn::VersionDesc* v13 = knn::Registry::instance().find("v13");
+  if (!v11 && !v13) GTEST_SKIP() << "built without CUDA: v11 and v13 are not registered";
+  for (const int n : {1, 1000, 40000}) {
+    const auto refs = points(3, n, knn::Distribution::clusters);
+    const knn::Problem p{3, 1, n, 1, refs.data(), refs.data(), false};
+    if (v11) {
+      ASSERT_TRUE(v11->host_bytes);
+      const knn::tree::KdTree t = knn::tree::build_kdtree(refs.data(), n, 3, 16, 1);
+      const std::size_t real = bytes(t.split_dim) + bytes(t.split_value) + bytes(t.box_lo) + bytes(t.box_hi) +
+                               bytes(t.min_index) + bytes(t.leaf_begin) + bytes(t.points) + bytes(t.index);
+      EXPECT_GE(v11->host_bytes(p, knn::Environment{}), real) << "v11 n " << n;
+    }
+    if (v13) {
+      ASSERT_TRUE(v13->host_bytes);
+      const knn::tree::Octree t = knn::tree::build_octree(refs.data(), n, 32, 1);
+      EXPECT_GE(v13->host_bytes(p, knn::Environment{}), bytes(t.nodes) + bytes(t.min_index) + bytes(t.points) + bytes(t.index))
+          << "v13 n " << n;
+    }
+  }
+}

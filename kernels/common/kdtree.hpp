@@ -7,6 +7,7 @@
 // n / 2^depth points (never more than the requested leaf size). Nodes are in heap order (node i
 // has children 2i+1 and 2i+2), so no child pointers are stored; leaf j is node 2^depth - 1 + j.
 // The points are copied into leaf order, so a leaf is one contiguous run of rows.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ constexpr int kKdMaxDepth = 28;
 // Builds the tree with leaves of at most `max_leaf_size` (>= 2) points. `threads` OpenMP threads
 // build subtrees in parallel. Throws std::invalid_argument on bad sizes.
 KdTree build_kdtree(const float* references, int n, int dim, int max_leaf_size, int threads);
+// Host memory of a built tree, an upper bound for leaves of 8 points or more: a leaf-ordered copy
+// of the references and their indices, two boxes of dim floats per node (under n / 4 + 2 nodes) and
+// the per-node ids. v10 (CPU) and v11 (GPU, host-built) declare it as their working memory.
+inline std::size_t kdtree_host_bytes(std::size_t n, std::size_t dim) {
+  return 4 * n * dim + 4 * n + 2 * 4 * dim * (n / 4 + 2) + 12 * (n / 4 + 2);
+}
 
 // Exact top-k for one query: writes `topk` (index, distance) pairs sorted by (distance, index),
 // distances computed exactly as squared_distance() does; (+inf, -1) fills slots past n.

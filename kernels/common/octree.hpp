@@ -8,6 +8,7 @@
 // of a cell are equal, or when rounding puts them all on one side of the centre, so duplicates
 // can never split forever (such cells become larger leaves). Each node keeps the tight box of its
 // points, which is what the search prunes with, so the choice of centre never affects exactness.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct Octree {
 
 // Builds the octree of `n` points of 3 floats. `threads` OpenMP threads split the cells of a level.
 Octree build_octree(const float* references, int n, int max_leaf_size, int threads);
+// Host memory of a built tree: a leaf-ordered copy of the references (12 bytes a point) and their
+// indices; at most 2n - 1 nodes (leaves non-empty, internal nodes 2 to 8 children) of 32 bytes plus
+// a per-node id. v12 (CPU) and v13 (GPU, host-built) declare it as their working memory.
+inline std::size_t octree_host_bytes(std::size_t n) { return 16 * n + 36 * (2 * n); }
 
 // Exact top-k for one query, same contract as kdtree_search().
 void octree_search(const Octree& tree, const float* query, int topk, std::int32_t* out_indices,
