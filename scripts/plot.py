@@ -536,7 +536,7 @@ def mann_whitney_p(a, b):
     return min(1.0, math.erfc(z / math.sqrt(2)))
 
 
-def judge(a, b, threshold_pct=5.0, alpha=0.01):
+def judge(a, b, threshold_pct=5.0, alpha=0.01, min_change_ms=0.05):
     """The verdict of `knnbench compare` (judge_results in src/compare.cpp) on two passing results."""
     na, nb = len(a.samples), len(b.samples)
     p = mann_whitney_p(a.samples, b.samples) if na >= 3 and nb >= 3 else None
@@ -547,14 +547,14 @@ def judge(a, b, threshold_pct=5.0, alpha=0.01):
     if a.noise_pct is None or b.noise_pct is None:
         return "????"
     change = b.median - a.median
-    beyond_effect = abs(change) / a.median * 100 > threshold_pct
+    beyond_effect = abs(change) / a.median * 100 > threshold_pct and abs(change) > min_change_ms
     beyond_noise = abs(change) > (a.median * a.noise_pct + b.median * b.noise_pct) / 100
     if not (beyond_effect and beyond_noise and p is not None and p < alpha):
         return "SAME"
     return "FASTER" if change < 0 else "SLOWER"
 
 
-def compare_pairs(da, db, threshold, alpha):
+def compare_pairs(da, db, threshold, alpha, min_change=0.05):
     """{(case id, version): (a, b, verdict or None)}; None when not judged (a status, other inputs)."""
     a_by = {}
     for r in da.results:
@@ -565,7 +565,7 @@ def compare_pairs(da, db, threshold, alpha):
         if a is None or (b.case_id, b.version) in out:
             continue
         judged = a.checksums == b.checksums and a.median is not None and b.median is not None and not a.interrupted and not b.interrupted
-        out[(b.case_id, b.version)] = (a, b, judge(a, b, threshold, alpha) if judged else None)
+        out[(b.case_id, b.version)] = (a, b, judge(a, b, threshold, alpha, min_change) if judged else None)
     return out
 
 
@@ -667,6 +667,7 @@ def main():
     ap.add_argument("--highlight", metavar="VERSION", help="the version of the vs-floor figure")
     ap.add_argument("--h2d-gbps", type=float, help="host-to-device bandwidth for the copy floor instead of the measured one")
     ap.add_argument("--threshold", type=float, default=5.0, help="compare: minimum effect in percent (as knnbench compare)")
+    ap.add_argument("--min-change", type=float, default=0.05, help="compare: minimum absolute effect in ms (as knnbench compare)")
     ap.add_argument("--alpha", type=float, default=0.01, help="compare: significance level (as knnbench compare)")
     ap.add_argument("--list-verdicts", action="store_true", help="compare: print 'version case verdict' lines, draw nothing")
     args = ap.parse_args()
@@ -684,7 +685,7 @@ def main():
 
     if args.compare:
         da, db = Doc(args.compare[0]), Doc(args.compare[1])
-        pairs = compare_pairs(da, db, args.threshold, args.alpha)
+        pairs = compare_pairs(da, db, args.threshold, args.alpha, args.min_change)
         if args.list_verdicts:
             for (cid, v), (a, b, verdict) in sorted(pairs.items(), key=lambda t: (version_key(t[0][1]), t[0][0])):
                 if verdict:

@@ -69,11 +69,11 @@ plot "$res/default.json" -o "$tmp/v14-vs-floor.png" --only vs-floor --highlight 
 plot --compare "$res/integrity/trees-1.json" "$res/integrity/trees-2.json" -o "$tmp/c.png" >/dev/null || bad "plot.py --compare exited $?"
 check_figure "$tmp/c" compare "FASTER" "SAME" "B's noise" "geometric mean of B/A" "101: k=3 m=1Mi n=1Mi topk=8 uniform"
 kinds=""
-for pair in "integrity/trees-1 integrity/trees-2" "integrity/slowed-0 integrity/slowed-25" "variance/trees-before-1 variance/trees-before-2"; do
+for pair in "integrity/trees-1 integrity/trees-2" "integrity/default-1 integrity/default-2" "integrity/slowed-0 integrity/slowed-25" "variance/trees-before-1 variance/trees-before-2"; do
   set -- $pair
   a=$res/$1.json b=$res/$2.json
   set +e
-  "$knnbench" compare "$a" "$b" >"$tmp/cpp.txt" 2>&1
+  "$knnbench" compare "$a" "$b" --md - 2>&1 | sed 's/\*\*//g' >"$tmp/cpp.txt"  # markdown rows are never wrapped; bold dropped
   set -e
   # Rows: version, case, ..., verdict at the end of the line (text or markdown table).
   sed -nE 's/^\|? *([A-Za-z]+[0-9]+) *\|? +([0-9]+) .*(SAME|FASTER|SLOWER|too few samples|\?\?\?\?) *\|? *$/\1 \2 \3/p' "$tmp/cpp.txt" | sort >"$tmp/cpp.v"
@@ -116,7 +116,7 @@ for r in doc["results"]:
 json.dump(doc, open(sys.argv[2], "w"))
 PY
 plot "$tmp/nogpu.json" -o "$tmp/n.png" --only heatmap,bars >/dev/null 2>"$tmp/n.err" || bad "plot.py on a run without GPU results exited $?"
-check_figure "$tmp/n" heatmap "v14 (all cases): no CUDA device"
+check_figure "$tmp/n" heatmap "v14, v15, v17 (all cases): no CUDA device"
 check_figure "$tmp/n" bars-cpu "copy floor"
 [[ ! -e $tmp/n-bars-gpu.png ]] || bad "bars-gpu drawn though every gpu result was skipped"
 grep -qF "no bars-gpu: no gpu version passed (no CUDA device)" "$tmp/n.err" || bad "no message for the missing bars-gpu: $(cat "$tmp/n.err")"
