@@ -92,7 +92,7 @@ std::string resolve_default_config(const std::string& path) {
 
 void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--config", o.config, "Test matrix (JSON); see README for the schema")->capture_default_str();
-  app.add_option("--version", o.version_specs, "Versions to run: v8, lists like v1,v3, ranges like v10-v12 (repeatable; default all)");
+  app.add_option("--version", o.version_specs, "Versions to run: v8, lists like v1,v3, ranges like v10-v12, a family like peer (repeatable; default all)");
   app.add_option("--case", o.case_specs, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)");
   app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable; with --case: both)");
   app.add_flag("--list", o.list, "List the versions and cases a run would take (--version, --case, --group apply), then exit");

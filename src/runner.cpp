@@ -108,13 +108,12 @@ int run_benchmark(const RunOptions& opts) {
                                     ec ? ec.message() : "not a directory"));
   }
   Matrix mx = run_matrix(opts);
-  {  // nor may an output replace a case's data file
-    std::vector<std::pair<std::string, std::string>> named{{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}};
-    for (const Case& c : mx.cases)
-      for (const std::string* data : {&c.queries_path, &c.references_path})
-        if (!data->empty()) named.emplace_back(fmt::format("case {}'s data file", c.id), *data);
-    refuse_same_files(named);
-  }
+  // nor may an output replace a case's data file (cases may share one: their queries and references)
+  for (const Case& c : mx.cases)
+    for (const std::string* data : {&c.queries_path, &c.references_path})
+      if (!data->empty())
+        refuse_same_files({{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path},
+                           {fmt::format("case {}'s data file", c.id), *data}});
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   const auto versions = select_versions(opts.version_specs);
 

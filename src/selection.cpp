@@ -116,6 +116,18 @@ std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& 
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
   for (const auto& id : items) {
+    // A registered id first: the peers' ids ("p-faiss-flat") hold dashes and are no range.
+    if (const VersionDesc* d = Registry::instance().find(id)) {
+      take(d);
+      continue;
+    }
+    // A family name ("tree", "peer"; "peers" too): every version of that family.
+    const std::string family = id == "peers" ? "peer" : id;
+    if (std::any_of(all.begin(), all.end(), [&family](const VersionDesc& v) { return family == to_string(v.family); })) {
+      for (const auto& v : all)
+        if (family == to_string(v.family)) take(&v);
+      continue;
+    }
     const auto dash = id.find('-');
     if (dash != std::string::npos) {  // "v10-v12": the registered versions numbered from 10 to 12
       const int lo = version_number(id.substr(0, dash)), hi = version_number(id.substr(dash + 1));
@@ -129,9 +141,10 @@ std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& 
       if (out.size() == before) throw ConfigError(fmt::format("--version {}: no version in that range (registered: {})", id, registered()));
       continue;
     }
-    const VersionDesc* d = Registry::instance().find(id);
-    if (!d) throw ConfigError(fmt::format("--version {}: no such version (registered: {})", id, registered()));
-    take(d);
+    std::vector<std::string> families;
+    for (const auto& v : all)
+      if (std::find(families.begin(), families.end(), to_string(v.family)) == families.end()) families.push_back(to_string(v.family));
+    throw ConfigError(fmt::format("--version {}: no such version or family (registered: {}; families: {})", id, registered(), join_strings(families)));
   }
   std::sort(out.begin(), out.end(), [&all](const VersionDesc* a, const VersionDesc* b) { return a - all.data() < b - all.data(); });
   return out;

@@ -19,7 +19,8 @@ bool parse_case_range(const std::string& item, int& lo, int& hi);
 
 // Unknown ids throw ConfigError naming the flag and listing the valid ones. Items of one flag add up
 // (--case 0,3 takes both); --case and --group intersect (--case 9 --group smoke: case 9 if it is in
-// smoke), and an empty intersection is an error. Versions take ranges too: v10-v12.
+// smoke), and an empty intersection is an error. Versions take ranges too (v10-v12) and family names
+// (tree, peer; "peers" is peer): every registered version of that family.
 std::vector<Case> select_cases(const Matrix& mx, const std::vector<std::string>& case_specs, const std::vector<std::string>& groups);
 std::vector<const VersionDesc*> select_versions(const std::vector<std::string>& version_specs);
 // An ordinal that is not present is an error naming what is, unless no device is present at all:

@@ -1,6 +1,7 @@
 #include "core/registry.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -13,12 +14,16 @@ const char* to_string(Family f) {
     case Family::gpu: return "gpu";
     case Family::multi_gpu: return "multi-gpu";
     case Family::tree: return "tree";
+    case Family::peer: return "peer";
   }
   return "?";
 }
 
 bool version_less(const std::string& a, const std::string& b) {
-  const auto number = [](const std::string& id) { return id.size() > 1 ? std::strtol(id.c_str() + 1, nullptr, 10) : -1L; };
+  const auto number = [](const std::string& id) {
+    if (id.size() < 2) return -1L;
+    return id[1] >= '0' && id[1] <= '9' ? std::strtol(id.c_str() + 1, nullptr, 10) : LONG_MAX;
+  };
   const long na = number(a), nb = number(b);
   return na != nb ? na < nb : a < b;
 }

@@ -13,7 +13,8 @@
 
 namespace knn {
 
-enum class Family { cpu, gpu, multi_gpu, tree };
+// peer: another library's exact kNN (faiss, nanoflann) run and validated like any version.
+enum class Family { cpu, gpu, multi_gpu, tree, peer };
 const char* to_string(Family f);
 
 // Everything a version may use or report during one call.
@@ -39,7 +40,7 @@ class VersionInstance {
 enum class GpuNeed { none, one, all_selected };
 
 struct VersionDesc {
-  std::string id;     // "v0", "v1", ...
+  std::string id;     // "v0", "v1", ...; peers "p-<library>-<method>"
   std::string title;  // one line
   Family family = Family::cpu;
   GpuNeed gpus = GpuNeed::none;
@@ -64,7 +65,8 @@ struct VersionDesc {
 using QueryFn = void (*)(const Problem&, Neighbors, RunContext&);
 std::function<std::unique_ptr<VersionInstance>()> query_only(QueryFn fn);
 
-// Version ids in numeric order: v2 before v10; ties by text.
+// Version ids in numeric order: v2 before v10; ties by text. Ids without a number after their first
+// letter (the peers, "p-faiss-flat") come after every numbered one, in text order.
 bool version_less(const std::string& a, const std::string& b);
 
 class Registry {
