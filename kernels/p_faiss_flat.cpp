@@ -24,6 +24,7 @@
 #endif
 #if KNN_HAVE_FAISS
 #include <dlfcn.h>
+#include <link.h>
 #include <faiss/Index.h>
 #include <faiss/utils/distances.h>
 
@@ -36,11 +37,25 @@ namespace {
 constexpr const char* kTitle = "faiss " KNN_PEER_STR(FAISS_VERSION_MAJOR) "." KNN_PEER_STR(FAISS_VERSION_MINOR) "." KNN_PEER_STR(
     FAISS_VERSION_PATCH) " knn_L2sqr (exact brute force; BLAS ‖q‖² + ‖r‖² − 2 q·r from 20 queries on)";
 
-// The shared object that holds sgemm_, e.g. "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3".
+// The BLAS that answers sgemm_: the shared object holding it, any other loaded library named like a
+// BLAS (a wrapper's provider: libblas.so.3 -> libopenblas.so.0), and OpenBLAS's own configuration
+// line when it is OpenBLAS. E.g. "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3".
 std::string blas_library() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&sgemm_), &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
-  return "unknown";
+  std::string out = dladdr(reinterpret_cast<void*>(&sgemm_), &info) != 0 && info.dli_fname != nullptr ? info.dli_fname : "unknown";
+  dl_iterate_phdr(
+      [](dl_phdr_info* lib, std::size_t, void* data) {
+        auto& s = *static_cast<std::string*>(data);
+        const std::string name = lib->dlpi_name != nullptr ? lib->dlpi_name : "";
+        if ((name.find("blas") != std::string::npos || name.find("mkl") != std::string::npos) && s.find(name) == std::string::npos)
+          s += ", " + name;
+        return 0;
+      },
+      &out);
+  using Config = char* (*)();
+  if (auto config = reinterpret_cast<Config>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
+    out += std::string("; ") + config();
+  return out;
 }
 
 // One call of knn_L2sqr with the run's OpenMP threads; int64 labels narrowed to the answer's int32.
