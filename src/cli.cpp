@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -44,8 +45,10 @@ int list(const RunOptions& opts) {
   const Matrix mx = run_matrix(opts);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   fmt::print("Versions:\n");
+  std::size_t id_width = 4;  // "v17"; the peers' ids are longer
+  for (const VersionDesc* v : versions) id_width = std::max(id_width, v->id.size());
   for (const VersionDesc* v : versions)
-    fmt::print("  {:<4} {:<9} {:<17} {}\n", v->id, to_string(v->family), gpu_need(v->gpus), v->title);
+    fmt::print("  {:<{}} {:<9} {:<17} {}\n", v->id, id_width, to_string(v->family), gpu_need(v->gpus), v->title);
   fmt::print("\nCases in {} (k = dimension, m = queries, n = references, topk = neighbours):\n", mx.file);
   fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<14} {:>10}  groups\n", "id", "k", "m", "n", "topk", "data", "seed");
   for (const auto& c : cases) {

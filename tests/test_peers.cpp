@@ -267,3 +267,19 @@ TEST(Peers, FarClustersConfigShowsFaissFailing) {
   }
   EXPECT_EQ(faiss_failures, KNN_TEST_HAVE_FAISS ? 2 : 0);
 }
+
+// --list --version peers: the three peers, their family column aligned although their ids are longer
+// than the numbered versions'.
+TEST(Peers, ListedByFamilyWithAlignedColumns) {
+  const auto r = knn::testing::run(KNN_BINARY, std::string("--config ") + KNN_SOURCE_DIR + "/configs/default.json --list --version v0,peers");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<std::size_t> family_at;
+  for (const char* id : {"v0", "p-faiss-flat", "p-faiss-gpu", "p-nanoflann"}) {
+    const auto line = r.out.find(std::string("\n  ") + id + " ");
+    ASSERT_NE(line, std::string::npos) << id << "\n" << r.out;
+    const auto end = r.out.find('\n', line + 1);
+    const std::string text = r.out.substr(line + 1, end - line - 1);
+    family_at.push_back(text.find(id[0] == 'v' ? " cpu " : " peer "));
+  }
+  for (std::size_t at : family_at) EXPECT_EQ(at, family_at.front()) << r.out;
+}
