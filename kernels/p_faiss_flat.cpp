@@ -61,11 +61,13 @@ std::string blas_library() {
 // One call of knn_L2sqr with the run's OpenMP threads; int64 labels narrowed to the answer's int32.
 void faiss_search(const knn::Problem& p, knn::Neighbors out, int threads) {
   std::vector<std::int64_t> labels(p.result_slots());
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  struct Threads {  // faiss's OpenMP loops take the calling thread's setting; restored on any exit
+    int before = omp_get_max_threads();
+    explicit Threads(int n) { omp_set_num_threads(n); }
+    ~Threads() { omp_set_num_threads(before); }
+  } scope(threads);
   faiss::knn_L2sqr(p.queries, p.references, std::size_t(p.dim), std::size_t(p.m), std::size_t(p.n), std::size_t(p.topk),
                    out.distances, labels.data());
-  omp_set_num_threads(before);
   // -1 (fewer than topk found) stays -1: out of range, and the validation says so.
   for (std::size_t i = 0; i < labels.size(); ++i) out.indices[i] = std::int32_t(labels[i]);
 }
@@ -73,7 +75,8 @@ void faiss_search(const knn::Problem& p, knn::Neighbors out, int threads) {
 void faiss_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   const int threads = knn::tree::tree_threads(ctx.env);
   const bool blas = p.m >= faiss::distance_compute_blas_threshold;
-  std::string path = blas ? "BLAS sgemm (" + blas_library() + ")" : "direct (q - r)^2, fewer queries than faiss's BLAS threshold";
+  static const std::string blas_name = blas_library();  // once: the libraries loaded do not change
+  std::string path = blas ? "BLAS sgemm (" + blas_name + ")" : "direct (q - r)^2, fewer queries than faiss's BLAS threshold";
   if (!p.self_join) {
     faiss_search(p, out, threads);
     knn::peers::order_ties(p, out);
