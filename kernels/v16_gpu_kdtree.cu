@@ -61,7 +61,6 @@ int knob(const char* name, int fallback, int lo, int hi, std::string& source) {
   try {
     v = std::stoi(text, &used);
   } catch (const std::exception&) {
-    used = 0;
   }
   if (used != text.size() || v < lo || v > hi)
     throw std::invalid_argument(fmt::format("v16: {} = '{}': must be an integer in [{}, {}]", name, text, lo, hi));
@@ -109,13 +108,14 @@ __global__ void __launch_bounds__(kBlock) search_kernel(const SearchArgs a) {
   using Scan = cub::BlockScan<int, kBlock>;
   __shared__ typename Scan::TempStorage scan_temp;
   __shared__ int leaf_of[kBlock], run_leaf[kBlock];
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];
   const TreeView& t = a.t;
   const int dim = DIM > 0 ? DIM : t.dim, tid = threadIdx.x, S = t.leaf_size;
+  const int stride = DIM > 0 ? (DIM + 3) / 4 * 4 : dim;  // staged row stride: float4 loads when compiled in
   float* heap_d = smem;
   auto* heap_i = reinterpret_cast<std::int32_t*>(heap_d + std::size_t(a.topk) * kBlock);
   float* tile = reinterpret_cast<float*>(heap_i + std::size_t(a.topk) * kBlock);
-  auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * dim);
+  auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * stride);
 
   const int item = blockIdx.x * kBlock + tid;
   const bool active = item < a.count;
@@ -135,9 +135,11 @@ __global__ void __launch_bounds__(kBlock) search_kernel(const SearchArgs a) {
   }
   const bool staged = a.stage_leaves > 0 && runs <= a.stage_leaves;
   if (staged) {
-    const int floats = S * dim;
-    for (int e = tid; e < runs * floats; e += kBlock)
-      tile[e] = __ldg(t.points + std::size_t(run_leaf[e / floats]) * floats + e % floats);
+    const int floats = S * stride;
+    for (int e = tid; e < runs * floats; e += kBlock) {
+      const int k = e % stride, row = run_leaf[e / floats] * S + (e % floats) / stride;
+      tile[e] = k < dim ? __ldg(t.points + std::size_t(row) * dim + k) : 0.f;
+    }
     for (int e = tid; e < runs * S; e += kBlock) tile_index[e] = __ldg(t.index + std::size_t(run_leaf[e / S]) * S + e % S);
     __syncthreads();
   }
@@ -157,12 +159,22 @@ __global__ void __launch_bounds__(kBlock) search_kernel(const SearchArgs a) {
     }
     bool from_tile = staged;
     for (;;) {
-      const float* rows = from_tile ? tile + std::size_t(run) * S * dim : t.points + std::size_t(leaf) * S * dim;
-      const std::int32_t* ids = from_tile ? tile_index + std::size_t(run) * S : t.index + std::size_t(leaf) * S;
-      for (int r = 0; r < S; ++r) {
-        const float d = kd::row_distance(q, rows + std::size_t(r) * dim, dim);
-        const std::int32_t id = ids[r];
-        if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
+      if (from_tile) {
+        const float* rows = tile + std::size_t(run) * S * stride;
+        const std::int32_t* ids = tile_index + std::size_t(run) * S;
+        for (int r = 0; r < S; ++r) {
+          const float d = kd::staged_distance(q, rows + std::size_t(r) * stride, dim);
+          const std::int32_t id = ids[r];
+          if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
+        }
+      } else {
+        const float* rows = t.points + std::size_t(leaf) * S * dim;
+        const std::int32_t* ids = t.index + std::size_t(leaf) * S;
+        for (int r = 0; r < S; ++r) {
+          const float d = kd::row_distance(q, rows + std::size_t(r) * dim, dim);
+          const std::int32_t id = __ldg(ids + r);
+          if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
+        }
       }
       ++visited;
       next = kd::next_leaf(t, q, leaf, list.worst_distance(), a.box);
@@ -191,13 +203,18 @@ struct StillActive {
   __host__ __device__ bool operator()(std::uint64_t key) const { return unsigned(key >> 32) < leaves; }
 };
 
+bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 5 || dim == 9 || dim == 12 || dim == 16; }
+
+// Floats per staged row: rounded up to whole float4s for the compiled-in k (as the kernel does).
+int staged_stride(int dim) { return compiled_dim(dim) ? (dim + 3) / 4 * 4 : dim; }
+
 std::size_t search_shared(int topk, int stage_leaves, int leaf_size, int dim) {
-  return std::size_t(2) * topk * kBlock * 4 + std::size_t(stage_leaves) * leaf_size * (dim + 1) * 4;
+  return std::size_t(2) * topk * kBlock * 4 + std::size_t(stage_leaves) * leaf_size * (staged_stride(dim) + 1) * 4;
 }
 
 int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   if (!o.sort) return 0;  // unsorted blocks hold as many leaves as queries: read them from global memory
-  return int(std::min<std::size_t>(kBlock, kStageBytes / (std::size_t(plan.leaf_size) * (dim + 1) * 4)));
+  return int(std::min<std::size_t>(kBlock, kStageBytes / (std::size_t(plan.leaf_size) * (staged_stride(dim) + 1) * 4)));
 }
 
 template <int DIM>
@@ -207,8 +224,6 @@ void launch(const SearchArgs& a, cudaStream_t stream) {
   search_kernel<DIM><<<(a.count + kBlock - 1) / kBlock, kBlock, shared, stream>>>(a);
   KNN_CUDA_CHECK_LAUNCH();
 }
-
-bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 5 || dim == 9 || dim == 12 || dim == 16; }
 
 void dispatch(const SearchArgs& a, cudaStream_t stream) {
   switch (a.t.dim) {
@@ -256,7 +271,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(p.m), stream}, {std::size_t(p.m), stream}};
   cuda::StreamBuffer<unsigned> remaining(1, stream);
   cuda::StreamBuffer<unsigned long long> visits(1, stream);
-  cuda::StreamBuffer<int> selected(1, stream);
+  cuda::StreamBuffer<int> selected(1, stream);  // DeviceSelect's count (the kernel counts too)
   cuda::PinnedStaging<unsigned> remaining_host(1);
   cuda::PinnedStaging<unsigned long long> visits_host(1);
   std::size_t sort_bytes = 0, select_bytes = 0;
@@ -277,7 +292,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                                  cudaMemcpyHostToDevice, stream));
   KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, sizeof(unsigned long long), stream));
   timer.end();
-  timer.begin("build");
+  timer.begin("build_tree");
   const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, stream);
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();

@@ -125,7 +125,7 @@ std::string check_against_v0(const V16Case& c) {
   TimingSink timing;
   RunContext ctx{timing, env, {}, {}};
   v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
-  for (const char* phase : {"h2d", "build", "search", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
+  for (const char* phase : {"h2d", "build_tree", "search", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
   for (std::size_t at = 0; at < p.result_slots(); ++at) {
     EXPECT_EQ(got_d[at], want_d[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk << "\n" << ctx.path;
     EXPECT_EQ(got_i[at], want_i[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;

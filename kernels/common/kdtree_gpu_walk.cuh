@@ -53,6 +53,27 @@ __device__ __forceinline__ float row_distance(const Query<DIM>& q, const float* 
   return d;
 }
 
+// The same over a staged row of whole float4s (the kernel rounds its stride up to 4 when DIM > 0):
+// one shared-memory load per 4 coordinates; the same sums in the same order.
+template <int DIM>
+__device__ __forceinline__ float staged_distance(const Query<DIM>& q, const float* r, int dim) {
+  if constexpr (DIM > 0) {
+    const float4* r4 = reinterpret_cast<const float4*>(r);
+    float d = 0.f;
+#pragma unroll
+    for (int c = 0; c < (DIM + 3) / 4; ++c) {
+      const float4 v = r4[c];
+      d = tgpu::add_square(d, q.q[4 * c], v.x);
+      if (4 * c + 1 < DIM) d = tgpu::add_square(d, q.q[min(4 * c + 1, DIM - 1)], v.y);
+      if (4 * c + 2 < DIM) d = tgpu::add_square(d, q.q[min(4 * c + 2, DIM - 1)], v.z);
+      if (4 * c + 3 < DIM) d = tgpu::add_square(d, q.q[min(4 * c + 3, DIM - 1)], v.w);
+    }
+    return d;
+  } else {
+    return row_distance(q, r, dim);
+  }
+}
+
 // True when no point of node `node` (child of `parent`, whose split is (qv, sp) for this query) can
 // come before the K-th pair: its box (box test) or the parent's splitting plane (median test) is
 // farther than `worst`. Both bounds use v0's roundings, so they never exceed a true distance.
