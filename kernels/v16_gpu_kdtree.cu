@@ -12,7 +12,8 @@
 // (seed 004's last two): finished queries sort to the end with the active ones instead of a
 // separate partition, and once fewer active queries than leaves remain, one kernel runs each of them
 // to the end. Knobs: KNN_V16_LEAF (minimum leaf size, default 256), KNN_V16_TEST=box|median,
-// KNN_V16_SORT=0|1, KNN_V16_FINAL=0|1. Distances use v0's roundings, so rows equal v0's, ties included.
+// KNN_V16_SORT=0|1, KNN_V16_FINAL=0|1, KNN_V16_STAGE_KIB (shared memory for staged leaves, 0-160,
+// default 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's, ties included.
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -44,10 +45,9 @@ using kd::TreeView;
 constexpr int kBlock = 128;
 constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of shared memory
 constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
-constexpr std::size_t kStageBytes = 24 * 1024;  // leaves staged per block
 
 struct Options {
-  int min_leaf = 256;
+  int min_leaf = 256, stage_kib = 0;
   bool box = true, sort = true, final_steps = true;
   std::string source;  // which knobs came from the environment
 };
@@ -71,6 +71,7 @@ int knob(const char* name, int fallback, int lo, int hi, std::string& source) {
 Options options_from_environment() {
   Options o;
   o.min_leaf = knob("KNN_V16_LEAF", 256, 1, 8192, o.source);
+  o.stage_kib = knob("KNN_V16_STAGE_KIB", 0, 0, 160, o.source);
   o.sort = knob("KNN_V16_SORT", 1, 0, 1, o.source) != 0;
   o.final_steps = knob("KNN_V16_FINAL", 1, 0, 1, o.source) != 0;
   if (const char* t = std::getenv("KNN_V16_TEST"); t != nullptr && *t != '\0') {
@@ -172,6 +173,7 @@ __global__ void __launch_bounds__(kBlock) search_kernel(const SearchArgs a) {
         const std::int32_t* ids = t.index + std::size_t(leaf) * S;
         for (int r = 0; r < S; ++r) {
           const float d = kd::row_distance(q, rows + std::size_t(r) * dim, dim);
+          if (!(d <= list.worst_distance())) continue;  // the index is read only for a candidate
           const std::int32_t id = __ldg(ids + r);
           if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
         }
@@ -198,11 +200,6 @@ __global__ void __launch_bounds__(kBlock) search_kernel(const SearchArgs a) {
   }
 }
 
-struct StillActive {
-  unsigned leaves;
-  __host__ __device__ bool operator()(std::uint64_t key) const { return unsigned(key >> 32) < leaves; }
-};
-
 bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 5 || dim == 9 || dim == 12 || dim == 16; }
 
 // Floats per staged row: rounded up to whole float4s for the compiled-in k (as the kernel does).
@@ -214,7 +211,8 @@ std::size_t search_shared(int topk, int stage_leaves, int leaf_size, int dim) {
 
 int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   if (!o.sort) return 0;  // unsorted blocks hold as many leaves as queries: read them from global memory
-  return int(std::min<std::size_t>(kBlock, kStageBytes / (std::size_t(plan.leaf_size) * (staged_stride(dim) + 1) * 4)));
+  const std::size_t leaf_bytes = std::size_t(plan.leaf_size) * (staged_stride(dim) + 1) * 4;
+  return int(std::min<std::size_t>(kBlock, std::size_t(o.stage_kib) * 1024 / leaf_bytes));
 }
 
 template <int DIM>
@@ -279,7 +277,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
     KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, k, p.m, 32, 64, stream));
     KNN_CUDA_TRY(cub::DeviceSelect::If(nullptr, select_bytes, keys[0].data(), keys[1].data(), selected.data(), p.m,
-                                       StillActive{unsigned(plan.leaves)}, stream));
+                                       kd::StillActive{unsigned(plan.leaves)}, stream));
   }
   cuda::StreamBuffer<unsigned char> temp(std::max<std::size_t>({sort_bytes, select_bytes, 1}), stream);
 
@@ -311,7 +309,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     timer.begin("query_sort");
     std::size_t bytes = temp.size();
     KNN_CUDA_TRY(cub::DeviceSelect::If(temp.data(), bytes, keys[cur].data(), keys[1 - cur].data(), selected.data(),
-                                       items, StillActive{unsigned(plan.leaves)}, stream));
+                                       items, kd::StillActive{unsigned(plan.leaves)}, stream));
     cur = 1 - cur;
     items = count;
     timer.end();

@@ -6,7 +6,8 @@
 # the others. B names the build directory (default /tmp/b); PREBUILT may name a tarball of knnbench and
 # tests/knn_tests built for this GPU elsewhere: the build step keeps whichever runs here, else builds.
 # smoke runs the small seed cases 450 and 201 (fully validated) and stops the script when v16 fails.
-# Usage: scripts/v16-check.sh [build|tests|smoke|figures|ablation|leaf|waves]...
+# stage sweeps KNN_V16_STAGE_KIB (shared memory for staged leaves per block; 0: never staged).
+# Usage: scripts/v16-check.sh [build|tests|smoke|figures|ablation|leaf|waves|stage]...
 set -u
 OUT=${OUT:-v16-out}
 B=${B:-/tmp/b}
@@ -55,12 +56,20 @@ for step in "${steps[@]}"; do
       KNN_V16_SORT=0 KNN_V16_TEST=median KNN_V16_FINAL=0 bench ablation-1-baseline 60 "${one[@]}"
       KNN_V16_SORT=1 KNN_V16_TEST=median KNN_V16_FINAL=0 bench ablation-2-sorted 40 "${one[@]}"
       KNN_V16_SORT=1 KNN_V16_TEST=box KNN_V16_FINAL=0 bench ablation-3-box 30 "${one[@]}"
-      KNN_V16_SORT=1 KNN_V16_TEST=box KNN_V16_FINAL=1 bench ablation-4-final 30 "${one[@]}" ;;
+      KNN_V16_SORT=1 KNN_V16_TEST=box KNN_V16_FINAL=1 bench ablation-4-final 30 "${one[@]}"
+      KNN_V16_STAGE_KIB=24 bench ablation-5-staged 30 "${one[@]}" ;;
     leaf)
       for leaf in 64 128 256 512; do
         KNN_V16_LEAF=$leaf bench leaf-$leaf 30 --config configs/seeds.json --case 200,405,409 --version v16 \
           --validate-queries 2048 --warmup 1 --min-samples 1 --max-samples 3 --max-time 1
         KNN_V16_LEAF=$leaf bench leaf-$leaf-100 20 --config configs/trees.json --case 100 --version v16 \
+          --validate-queries 2048 --warmup 1 --min-samples 1 --max-samples 3 --max-time 1
+      done ;;
+    stage)
+      for kib in ${STAGE_KIBS:-0 12 24 48 96}; do
+        KNN_V16_STAGE_KIB=$kib bench stage-$kib 30 --config configs/seeds.json --case 200,405,409 --version v16 \
+          --validate-queries 2048 --warmup 1 --min-samples 1 --max-samples 3 --max-time 1
+        KNN_V16_STAGE_KIB=$kib bench stage-$kib-100 20 --config configs/trees.json --case 100 --version v16 \
           --validate-queries 2048 --warmup 1 --min-samples 1 --max-samples 3 --max-time 1
       done ;;
     waves)

@@ -1,8 +1,9 @@
 // v16 (kd-tree built and searched on the GPU) against v0's loop, row for row: one point, n at a leaf
 // size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
 // 33, topk 1..64, self-joins; each under several knob settings (KNN_V16_LEAF, KNN_V16_TEST,
-// KNN_V16_SORT, KNN_V16_FINAL), so the box and the median test, sorted and unsorted waves, staged and
-// global leaves and the run-to-the-end kernel all answer. The leaf plan's padding rule runs on the
+// KNN_V16_SORT, KNN_V16_FINAL, KNN_V16_STAGE_KIB), so the box and the median test, sorted and unsorted
+// waves, leaves staged in shared memory or read from global memory and the run-to-the-end kernel all
+// answer. The leaf plan's padding rule runs on the
 // CPU. GPU tests (Gpu*) skip with a message where no CUDA device exists.
 #include <gtest/gtest.h>
 
@@ -33,7 +34,7 @@ const DeviceDiscovery& discovery() {
 
 // The knob settings a case runs under (empty: the variable unset).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps;
+  std::string name, leaf, test, sort, final_steps, stage;
 };
 
 const std::vector<Knobs>& knob_settings() {
@@ -44,15 +45,17 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf16_median", "16", "median", "", ""},
       {"leaf64_baseline", "64", "median", "0", "0"},
       {"leaf32_unsorted_box", "32", "box", "0", "0"},
+      {"leaf16_staged", "16", "", "", "", "24"},
+      {"staged_nofinal", "", "", "", "0", "48"},
   };
   return k;
 }
 
 struct ScopedKnobs {
-  knn::testing::ScopedEnv leaf, test, sort, final_steps;
+  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage;
   explicit ScopedKnobs(const Knobs& k)
       : leaf("KNN_V16_LEAF", k.leaf), test("KNN_V16_TEST", k.test), sort("KNN_V16_SORT", k.sort),
-        final_steps("KNN_V16_FINAL", k.final_steps) {}
+        final_steps("KNN_V16_FINAL", k.final_steps), stage("KNN_V16_STAGE_KIB", k.stage) {}
 };
 
 struct V16Case {
@@ -146,6 +149,7 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(knobs.test == "median" ? "median test" : "box test"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.sort == "0" ? "unsorted" : "sorted by leaf"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.final_steps == "0" ? "final steps off" : "final steps on"), std::string::npos) << path;
+  if (!knobs.stage.empty()) EXPECT_NE(path.find("KNN_V16_STAGE_KIB=" + knobs.stage), std::string::npos) << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16_cases()), ::testing::ValuesIn(knob_settings())),
@@ -217,7 +221,7 @@ TEST(V16Supports, KnobsAndLimits) {
   EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
            {"KNN_V16_LEAF", "0"}, {"KNN_V16_LEAF", "x"}, {"KNN_V16_LEAF", "9000"}, {"KNN_V16_SORT", "2"},
-           {"KNN_V16_FINAL", "yes"}, {"KNN_V16_TEST", "plane"}}) {
+           {"KNN_V16_FINAL", "yes"}, {"KNN_V16_TEST", "plane"}, {"KNN_V16_STAGE_KIB", "161"}}) {
     const knn::testing::ScopedEnv forced(name, bad);
     const auto reason = v->supports(p, env);
     ASSERT_TRUE(reason.has_value()) << name << "=" << bad;

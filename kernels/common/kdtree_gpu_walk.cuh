@@ -140,6 +140,12 @@ __global__ void natural_leaf_kernel(const TreeView t, const float* __restrict__ 
   while (v < t.leaves - 1) v = __ldg(row + __ldg(t.split_dim + v)) < __ldg(t.split + v) ? 2 * v + 1 : 2 * v + 2;
   keys[i] = (std::uint64_t(v - (t.leaves - 1)) << 32) | unsigned(i);
 }
+// A key whose query has a leaf still to visit (finished ones carry leaf = leaves).
+struct StillActive {
+  unsigned leaves;
+  __host__ __device__ bool operator()(std::uint64_t key) const { return unsigned(key >> 32) < leaves; }
+};
+
 inline TreeView view_of(const DeviceKdTree& t) {
   return {t.points.data(), t.index.data(), t.lo.data(),    t.hi.data(),
           t.split_dim.data(), t.split.data(), int(t.plan.leaves), int(t.plan.leaf_size), t.dim};
