@@ -74,15 +74,17 @@ __device__ __forceinline__ float staged_distance(const Query<DIM>& q, const floa
   }
 }
 
-// True when no point of node `node` (child of `parent`, whose split is (qv, sp) for this query) can
-// come before the K-th pair: its box (box test) or the parent's splitting plane (median test) is
-// farther than `worst`. Both bounds use v0's roundings, so they never exceed a true distance.
+// True when no point of node `node` (child of a parent whose split is (qv, sp) for this query; `far`:
+// the child on the other side of the plane) can come before the K-th pair: its box (box test) or the
+// parent's splitting plane (median test) is farther than `worst`. Both bounds use v0's roundings, so
+// they never exceed a true distance. The box test of a far child first tries the plane, which is never
+// farther than the box: the same decision, often without reading the box.
 template <int DIM>
 __device__ __forceinline__ bool excluded(const TreeView& t, const Query<DIM>& q, int node, float qv, float sp,
-                                         float worst, bool box) {
-  if (!box) {
+                                         float worst, bool box, bool far = true) {
+  if (far) {
     const float gap = __fsub_rn(qv, sp);
-    return __fmul_rn(gap, gap) > worst;
+    if (!box || __fmul_rn(gap, gap) > worst) return __fmul_rn(gap, gap) > worst;
   }
   const float* lo = t.lo + std::size_t(node) * t.dim;
   const float* hi = t.hi + std::size_t(node) * t.dim;
@@ -119,7 +121,7 @@ __device__ int next_leaf(const TreeView& t, const Query<DIM>& q, int leaf, float
     while (v < first_leaf) {  // descend, near child first
       const float qv = q.coord(__ldg(t.split_dim + v)), sp = __ldg(t.split + v);
       const int near = qv < sp ? 2 * v + 1 : 2 * v + 2, far = qv < sp ? 2 * v + 2 : 2 * v + 1;
-      if (!box || !excluded(t, q, near, qv, sp, worst, box))
+      if (!box || !excluded(t, q, near, qv, sp, worst, box, false))
         v = near;
       else if (!excluded(t, q, far, qv, sp, worst, box))
         v = far;
