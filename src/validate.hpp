@@ -23,9 +23,9 @@ struct ValidationReport {
   long long invalid = 0;        // out-of-range or duplicate indices, or unsorted rows
   double max_rel_error = 0;     // over slots, |d_version − d_reference| / d_reference (true distances)
   std::string first_problem;    // a readable description of the first failure
-  // What the answer was checked against: "v0" (the reference below), and "v0 + neighbors of FILE"
+  // What the answer was checked against: "v0 reference", and "v0 reference + neighbors of FILE"
   // when the data file also holds published ground truth (an ann-benchmarks HDF5 file).
-  std::string ground_truth = "v0";
+  std::string ground_truth = "v0 reference";
 };
 
 // The reference answer: v0's per-query loop, parallelised over queries with OpenMP. Every query
@@ -44,7 +44,7 @@ struct Reference {
   std::vector<std::int32_t> indices;  // rows.size() × topk
   // Ground truth from the data file (every query), checked as well by validate_all; its name.
   const Reference* also = nullptr;
-  std::string name = "v0";
+  std::string name = "v0 reference";
   bool sampled(const Problem& p) const { return int(rows.size()) < p.m; }
 };
 

@@ -176,7 +176,7 @@ TEST(RealDataIdx, AShapeThatIsNotTheCasesExits2AndAGoodOneRunsAndValidates) {
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
   EXPECT_EQ(j["results"][0]["status"], "pass");
-  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0");
+  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference");
 }
 
 // ---------------------------------------------------------------- a missing data file
@@ -230,7 +230,7 @@ TEST(RealDataTruth, AGroundTruthFileValidatesEveryQueryAndAWrongOneFails) {
   ProgramRun r = knnbench("--config '" + matrix(d, k, m, n, topk, files) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
-  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 (2 of 6 queries) + t.npy");
+  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference (2 of 6 queries) + t.npy");
   EXPECT_EQ(j["results"][0]["validation"]["queries_checked"], m);
   std::swap(truth[3 * 4], truth[3 * 4 + 2]);  // query 4's nearest replaced by its third nearest
   write(d.file("t.npy"), npy("<i4", m, 3, truth.data()));
@@ -298,7 +298,7 @@ TEST(RealDataHdf5, TrainAndTestRoundTripAndTheFilesNeighborsValidateToo) {
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
   EXPECT_EQ(j["results"][0]["status"], "pass") << j["results"][0]["reason"];
-  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 + neighbors of a.hdf5");
+  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference + neighbors of a.hdf5");
 
   // Published neighbours that disagree with the data: the answer fails against them, and says so.
   Ann wrong = a;
@@ -309,14 +309,14 @@ TEST(RealDataHdf5, TrainAndTestRoundTripAndTheFilesNeighborsValidateToo) {
   EXPECT_EQ(r.code, 1) << r.out;
   j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
   EXPECT_EQ(j["results"][0]["status"], "fail");
-  EXPECT_NE(std::string(j["results"][0]["reason"]).find("against v0 + neighbors of a.hdf5"), std::string::npos) << j["results"][0]["reason"];
+  EXPECT_NE(std::string(j["results"][0]["reason"]).find("against v0 reference + neighbors of a.hdf5"), std::string::npos) << j["results"][0]["reason"];
 
   // No neighbors, or fewer columns than topk: v0 alone, recorded as such.
   a.write(d.file("a.hdf5"), false);
   r = knnbench("--config '" + matrix(d, a.k, a.m, a.n, 3, kAnnCase) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
   ASSERT_EQ(r.code, 0) << r.out;
   j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
-  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0");
+  EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference");
 }
 
 TEST(RealDataHdf5, BadFilesExit2NamingTheFileAndTheReason) {
