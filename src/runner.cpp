@@ -275,7 +275,10 @@ int run_benchmark(const RunOptions& opts) {
     std::optional<Reference> reference;
     Reference file_truth;  // the data file's own ground truth (HDF5 "neighbors"), when it has one
     std::string no_truth;
-    const std::string& truth = c.ground_truth_path.empty() ? c.queries_path : c.ground_truth_path;
+    // The case's ground_truth_file, else an HDF5 queries file's own "neighbors".
+    const std::string truth = !c.ground_truth_path.empty() ? c.ground_truth_path
+                              : !c.queries_path.empty() && data_format_of(c.queries_path) == DataFormat::hdf5 ? c.queries_path
+                                                                                                           : std::string();
     bool has_truth = false;
     try {
       has_truth = measure.validate && !truth.empty() &&
