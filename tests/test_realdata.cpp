@@ -226,8 +226,14 @@ TEST(RealDataTruth, AGroundTruthFileValidatesEveryQueryAndAWrongOneFails) {
   write(d.file("r.npy"), npy("<f4", n, k, refs.data()));
   write(d.file("q.npy"), npy("<f4", m, k, queries.data()));
   write(d.file("t.npy"), npy("<i4", m, 3, truth.data()));
+  // Without ground_truth_file an .npy queries file is no ground truth: v0 alone.
+  ProgramRun r = knnbench("--config '" + matrix(d, k, m, n, topk, R"("queries_file":"q.npy","references_file":"r.npy")") + "'" + kFast + "--json '" +
+                              d.file("o.json") + "'",
+                          d);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(d.file("o.json")))["results"][0]["validation"]["ground_truth"], "v0 reference");
   const std::string files = R"("queries_file":"q.npy","references_file":"r.npy","ground_truth_file":"t.npy","validate_queries":2)";
-  ProgramRun r = knnbench("--config '" + matrix(d, k, m, n, topk, files) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
+  r = knnbench("--config '" + matrix(d, k, m, n, topk, files) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
   EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference (2 of 6 queries) + t.npy");
