@@ -289,11 +289,11 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   }
   if (opts.validate && reference) {
     r.validated = true;
-    r.validation = validate_neighbors(p, *reference, indices.data());
+    r.validation = validate_all(p, *reference, indices.data());
     if (!r.validation.pass) {
       r.status = Status::fail;
-      r.reason = fmt::format("validation: {} mismatches, {} invalid of {} neighbours; first: {}", r.validation.mismatches, r.validation.invalid,
-                             r.validation.checked, r.validation.first_problem);
+      r.reason = fmt::format("validation{}: {} mismatches, {} invalid of {} neighbours; first: {}",
+                             r.validation.ground_truth.find(" + ") == std::string::npos ? "" : " against " + r.validation.ground_truth, r.validation.mismatches, r.validation.invalid, r.validation.checked, r.validation.first_problem);
       return;
     }
   }

@@ -34,6 +34,7 @@ json validation_json(const Result& r) {
           {"invalid", v.invalid},
           {"max_rel_error", v.max_rel_error},
           {"tolerance", {{"rtol", kDistanceRtol}, {"atol", kDistanceAtol}}},
+          {"ground_truth", v.ground_truth},
           {"first_problem", v.first_problem.empty() ? json(nullptr) : json(v.first_problem)}};
 }
 

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <exception>
 #include <optional>
+#include <set>
 
 #include "core/errors.hpp"
 #include "data.hpp"
@@ -110,9 +111,13 @@ int run_benchmark(const RunOptions& opts) {
   Matrix mx = run_matrix(opts);
   {  // nor may an output replace a case's data file
     std::vector<std::pair<std::string, std::string>> named{{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}};
+    std::set<std::string> seen;  // cases may share a data file (and an HDF5 file holds both sets): each once
     for (const Case& c : mx.cases)
-      for (const std::string* data : {&c.queries_path, &c.references_path})
-        if (!data->empty()) named.emplace_back(fmt::format("case {}'s data file", c.id), *data);
+      for (const std::string* data : {&c.queries_path, &c.references_path}) {
+        std::error_code ec;
+        if (!data->empty() && seen.insert(std::filesystem::weakly_canonical(data_file_on_disk(*data), ec).string()).second)
+          named.emplace_back(fmt::format("case {}'s data file", c.id), data_file_on_disk(*data));
+      }
     refuse_same_files(named);
   }
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
@@ -202,6 +207,19 @@ int run_benchmark(const RunOptions& opts) {
     Result base;
     base.problem_case = c;
 
+    if (!c.missing_data.empty()) {  // a data file to fetch first: skipped with the command, not an error
+      for (const VersionDesc* v : versions) {
+        Result r = base;
+        r.version = v->id;
+        r.title = v->title;
+        r.family = to_string(v->family);
+        r.reason = c.missing_data;
+        announce(c, *v);
+        finish(std::move(r));
+      }
+      continue;
+    }
+
     if (opts.isolate) {  // the children generate the data and validate; the parent only collects
       for (const VersionDesc* v : versions) {
         if (stop_requested()) break;
@@ -255,6 +273,23 @@ int run_benchmark(const RunOptions& opts) {
     const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
 
     std::optional<Reference> reference;
+    Reference file_truth;  // the data file's own ground truth (HDF5 "neighbors"), when it has one
+    std::string no_truth;
+    // The case's ground_truth_file, else an HDF5 queries file's own "neighbors".
+    const std::string truth = !c.ground_truth_path.empty() ? c.ground_truth_path
+                              : !c.queries_path.empty() && data_format_of(c.queries_path) == DataFormat::hdf5 ? c.queries_path
+                                                                                                           : std::string();
+    bool has_truth = false;
+    try {
+      has_truth = measure.validate && !truth.empty() &&
+                  read_ground_truth(truth, std::uint64_t(c.m), std::uint64_t(c.n), c.topk, file_truth.indices, no_truth);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: case {}: ground truth: {}", mx.file, c.id, e.what()));
+    }
+    if (has_truth) {
+      file_truth.name = c.ground_truth_file.empty() ? "neighbors of " + data_file_on_disk(c.queries_file) : c.ground_truth_file;
+      for (int q = 0; q < c.m; ++q) file_truth.rows.push_back(q);
+    }
     for (const VersionDesc* v : versions) {
       if (stop_requested()) break;
       Result r = base;
@@ -262,6 +297,7 @@ int run_benchmark(const RunOptions& opts) {
         for (auto& rep : reporters) rep->step(c, "validation reference (v0 on every core)");
         try {
           reference = compute_reference(p, validate_queries);
+          if (has_truth) reference->also = &file_truth;
         } catch (const std::bad_alloc&) {
           r.version = v->id;
           r.title = v->title;

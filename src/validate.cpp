@@ -132,4 +132,17 @@ ValidationReport validate_neighbors(const Problem& p, const Reference& reference
   return r;
 }
 
+ValidationReport validate_all(const Problem& p, const Reference& ref, const std::int32_t* indices) {
+  auto named = [&p](const Reference& x) { return x.sampled(p) ? fmt::format("{} ({} of {} queries)", x.name, x.rows.size(), p.m) : x.name; };
+  ValidationReport r = validate_neighbors(p, ref, indices);
+  r.ground_truth = named(ref);
+  if (!r.pass || !ref.also) return r;
+  // Both pass: the report of the one that covers more queries, naming both.
+  ValidationReport second = validate_neighbors(p, *ref.also, indices);
+  second.ground_truth = named(ref) + " + " + named(*ref.also);
+  if (!second.pass || second.queries_checked > r.queries_checked) return second;
+  r.ground_truth = second.ground_truth;
+  return r;
+}
+
 }  // namespace knn

@@ -23,6 +23,9 @@ struct ValidationReport {
   long long invalid = 0;        // out-of-range or duplicate indices, or unsorted rows
   double max_rel_error = 0;     // over slots, |d_version − d_reference| / d_reference (true distances)
   std::string first_problem;    // a readable description of the first failure
+  // What the answer was checked against: "v0 reference", and "v0 reference + neighbors of FILE"
+  // when the data file also holds published ground truth (an ann-benchmarks HDF5 file).
+  std::string ground_truth = "v0 reference";
 };
 
 // The reference answer: v0's per-query loop, parallelised over queries with OpenMP. Every query
@@ -39,6 +42,9 @@ ValidationReport validate_neighbors(const Problem& p, const std::int32_t* refere
 struct Reference {
   std::vector<int> rows;              // the queries covered, ascending
   std::vector<std::int32_t> indices;  // rows.size() × topk
+  // Ground truth from the data file (every query), checked as well by validate_all; its name.
+  const Reference* also = nullptr;
+  std::string name = "v0 reference";
   bool sampled(const Problem& p) const { return int(rows.size()) < p.m; }
 };
 
@@ -47,6 +53,10 @@ struct Reference {
 // hours. The results record how many queries were checked.
 Reference compute_reference(const Problem& p, int max_queries);
 ValidationReport validate_neighbors(const Problem& p, const Reference& ref, const std::int32_t* indices);
+
+// Against `ref` and then, when it has one, against ref.also (the same tie rule): the first report
+// that fails, else the first, with ground_truth naming both.
+ValidationReport validate_all(const Problem& p, const Reference& ref, const std::int32_t* indices);
 
 double true_squared_distance(const Problem& p, int query, std::int32_t reference);
 
