@@ -3,6 +3,7 @@
 option(KNN_ENABLE_MPI "Build MPI support (knnbench under mpirun, v18) when MPI is found" ON)
 set(KNN_HAVE_MPI OFF)
 if(KNN_ENABLE_MPI)
+  set(MPI_CXX_SKIP_MPICXX ON)  # the C API only: no libmpi_cxx (deprecated, absent from some installs)
   find_package(MPI COMPONENTS CXX)
 endif()
 if(KNN_ENABLE_MPI AND MPI_CXX_FOUND)

@@ -41,7 +41,8 @@ knn::VersionDesc describe() {
   knn::VersionDesc d;
   d.id = "v18";
   d.title = "MPI: references sharded over the ranks, v15's engine (or v0's loop) per rank, top-k lists merged by MPI_Reduce";
-  d.family = knn::Family::multi_gpu;
+  // Needs no GPU (a rank without one runs v0's loop), so it is not skipped on CPU-only machines.
+  d.family = knn::Family::cpu;
   d.self_join = true;
   d.shards_references = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {

@@ -157,4 +157,13 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
   return j;
 }
 
+void read_mpi_json(const nlohmann::json& run, RunInfo& info) {
+  if (!run.contains("mpi") || !run["mpi"].is_object()) return;
+  const nlohmann::json& mpi = run["mpi"];
+  info.mpi_ranks = mpi.value("ranks", 0);
+  if (mpi.contains("per_rank") && mpi["per_rank"].is_array())
+    for (const nlohmann::json& p : mpi["per_rank"])
+      if (p.is_object()) info.rank_places.push_back(RankPlace{p.value("rank", 0), p.value("host", ""), p.value("gpu", "")});
+}
+
 }  // namespace knn

@@ -337,15 +337,8 @@ RunInfo run_info_from_json(const json& j) {
       info.warmup_ms.push_back(num<double>(d, "warmup_ms"));
     }
   info.device_note = str(j, "device_note");
-  if (j.contains("mpi") && j["mpi"].is_object()) {
-    const json& mpi = j["mpi"];
-    info.mpi_ranks = mpi.value("ranks", 0);
-    if (mpi.contains("per_rank") && mpi["per_rank"].is_array())
-      for (const json& p : mpi["per_rank"])
-        if (p.is_object()) info.rank_places.push_back(RankPlace{p.value("rank", 0), p.value("host", ""), p.value("gpu", "")});
-  }
-  info.matrix_file = str(sub(j, "matrix"), "file");
-  info.matrix_checksum = str(sub(j, "matrix"), "checksum");
+  read_mpi_json(j, info);  // under mpirun only
+  info.matrix_file = str(sub(j, "matrix"), "file"), info.matrix_checksum = str(sub(j, "matrix"), "checksum");
   const json& o = sub(j, "options");
   info.warmup = num<int>(o, "warmup");
   info.min_samples = num<int>(o, "min_samples");
