@@ -11,6 +11,7 @@
 # Results land in $OUT (or results/local/mpi-check). STEPS="tests gpupath cpu gpu" narrows it.
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
+export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64"  # binaries built elsewhere
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/local/mpi-check}
 mkdir -p "$OUT"
@@ -45,8 +46,17 @@ if has tests; then
   if [ -f "$bin/CTestTestfile.cmake" ]; then
     ctest --test-dir "$bin" -L mpi --output-on-failure -j4 >"$OUT/ctest-mpi.log" 2>&1 || status=1
     tail -12 "$OUT/ctest-mpi.log" | tee -a "$OUT/mpi-check.log"
-  else
-    log "no ctest in $bin (binaries only): tests skipped"
+  else  # binaries only: the same cases as cmake/mpi.cmake registers, through the same script
+    for np in 2 4; do
+      for shape in "--m 37 --n 301 --k 3 --topk 8 --distribution clusters" \
+                   "--m 250 --n 250 --k 4 --topk 32 --self-join --distribution duplicates" \
+                   "--m 20 --n 999 --k 16 --topk 32 --distribution uniform"; do
+        CUDA_VISIBLE_DEVICES= bash tests/mpi/mpi_case.sh mpirun $np "$bin/knnbench-testbin" pass $shape >>"$OUT/ctest-mpi.log" 2>&1 || status=1
+      done
+    done
+    CUDA_VISIBLE_DEVICES= bash tests/mpi/mpi_case.sh mpirun 4 "$bin/knnbench-testbin" failing_rank --m 30 --n 200 --k 3 --topk 4 >>"$OUT/ctest-mpi.log" 2>&1 || status=1
+    grep -cE "^ok:" "$OUT/ctest-mpi.log" | sed 's/^/mpi tests passed: /' | tee -a "$OUT/mpi-check.log"
+    grep -E "^FAIL" "$OUT/ctest-mpi.log" | tee -a "$OUT/mpi-check.log"
   fi
 fi
 
@@ -55,7 +65,7 @@ run() {  # run NAME NP THREADS [env...] -- knnbench args
   local name=$1 np=$2 threads=$3
   shift 3
   log "$name: $np rank(s) x $threads threads: $*"
-  OMP_NUM_THREADS=$threads timeout 150 "${mpi[@]}" -np "$np" "$bin/knnbench" "$@" --json "$OUT/$name.json" --md "$OUT/$name.md" \
+  OMP_NUM_THREADS=$threads timeout 60 "${mpi[@]}" -np "$np" "$bin/knnbench" "$@" --json "$OUT/$name.json" --md "$OUT/$name.md" \
     >"$OUT/$name.log" 2>&1
   local rc=$?
   [ $rc = 0 ] || { status=1; log "$name: exit $rc"; tail -5 "$OUT/$name.log"; }
@@ -76,7 +86,8 @@ if has cpu; then
 fi
 if has gpu; then
   for np in 1 2; do
-    run gpu-ranks$np-2p25 $np $((cores / np)) --version v18 --k 16 --m 16384 --n 33554432 --topk 8 --validate-queries 16 "${fast[@]}"
+    # Calls of seconds: one warm-up and 2 samples each.
+    run gpu-ranks$np-2p25 $np $((cores / np)) --version v18 --k 16 --m 16384 --n 33554432 --topk 8 --validate-queries 16 "${fast[@]}" --min-samples 2 --max-samples 2
     run gpu-ranks$np-case9x4 $np $((cores / np)) --version v18 --k 16 --m 1 --n 67108864 --topk 1 "${fast[@]}"
   done
 fi
