@@ -6,16 +6,23 @@
 #      and topk-32 cases, every query validated                           -> gpu-path-{1,2,3}.{json,md}
 #   4. the CPU engine on 1, 2, 4 and 8 ranks, 16/ranks cores each, no GPU visible,
 #      case (k 16, m 512, n 2^20) top-8                                   -> cpu-ranks{1,2,4,8}.{json,md}
+#   4b. the same case with 2 cores per rank (1, 2, 4, 8 ranks: 2 to 16 cores) -> cpu2-ranks{1,2,4,8}.*
 #   5. 1 and 2 ranks on the one GPU (v15's engine; 8 cores each): (16, 16384, 2^25) top-8 and case
 #      9's shape at 2^26 references                                       -> gpu-ranks{1,2}.{json,md}
-# Results land in $OUT (or results/local/mpi-check). STEPS="tests gpupath cpu gpu" narrows it.
+# Results land in $OUT (or results/local/mpi-check; ARCHIVE=1: one archive $OUT/mpi-check.tar.gz).
+# STEPS="tests gpupath cpu cpu2 gpu" narrows it.
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64"  # binaries built elsewhere
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/local/mpi-check}
+if [ -n "${ARCHIVE:-}" ]; then  # a GPU machine that returns few files: one archive, $OUT/mpi-check.tar.gz
+  archive="$OUT/mpi-check.tar.gz"
+  OUT=$(mktemp -d /tmp/mpi-check.XXXXXX)
+  trap 'tar -C "$OUT" -czf "$archive" .' EXIT
+fi
 mkdir -p "$OUT"
-STEPS=${STEPS:-tests gpupath cpu gpu}
+STEPS=${STEPS:-tests gpupath cpu cpu2 gpu}
 log() { echo "== mpi-check $(date -u +%H:%M:%S): $*" | tee -a "$OUT/mpi-check.log"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 cores=$(nproc)
@@ -27,7 +34,7 @@ mpi=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 
 BUILD_DIR=${BUILD_DIR:-/tmp/b}
-if [ -n "${KNN_BIN_DIR:-}" ] && "$KNN_BIN_DIR/knnbench" --list >/dev/null 2>&1; then
+if [ -n "${KNN_BIN_DIR:-}" ] && "$KNN_BIN_DIR/knnbench" -V >/dev/null 2>&1; then
   bin=$KNN_BIN_DIR
   log "using the binaries in $bin"
 else
@@ -38,7 +45,6 @@ else
   bin=$BUILD_DIR
 fi
 "$bin/knnbench" -V | tee -a "$OUT/mpi-check.log"
-"$bin/knnbench" --list 2>&1 | grep -E "^ *v1[58]" | tee -a "$OUT/mpi-check.log"
 
 status=0
 if has tests; then
@@ -61,6 +67,7 @@ if has tests; then
 fi
 
 fast=(--warmup 1 --min-samples 3 --max-samples 5 --min-time 0 --max-noise 0 --max-time 20)
+slow=(--warmup 1 --min-samples 2 --max-samples 2 --min-time 0 --max-noise 0 --max-time 30)  # calls of seconds
 run() {  # run NAME NP THREADS [env...] -- knnbench args
   local name=$1 np=$2 threads=$3
   shift 3
@@ -84,10 +91,14 @@ if has cpu; then
     CUDA_VISIBLE_DEVICES= run cpu-ranks$np $np $((cores / np)) --version v18 --k 16 --m 512 --n 1048576 --topk 8 --validate-queries 64 "${fast[@]}"
   done
 fi
+if has cpu2; then  # the same case, 2 cores per rank: 2 to 16 cores in all
+  for np in 1 2 4 8; do
+    CUDA_VISIBLE_DEVICES= run cpu2-ranks$np $np 2 --version v18 --k 16 --m 512 --n 1048576 --topk 8 --validate-queries 64 "${slow[@]}"
+  done
+fi
 if has gpu; then
   for np in 1 2; do
-    # Calls of seconds: one warm-up and 2 samples each.
-    run gpu-ranks$np-2p25 $np $((cores / np)) --version v18 --k 16 --m 16384 --n 33554432 --topk 8 --validate-queries 16 "${fast[@]}" --min-samples 2 --max-samples 2
+    run gpu-ranks$np-2p25 $np $((cores / np)) --version v18 --k 16 --m 16384 --n 33554432 --topk 8 --validate-queries 16 "${slow[@]}"
     run gpu-ranks$np-case9x4 $np $((cores / np)) --version v18 --k 16 --m 1 --n 67108864 --topk 1 "${fast[@]}"
   done
 fi

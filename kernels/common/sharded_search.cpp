@@ -154,7 +154,7 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
   const Shard mine{p.shard_begin, p.local_n()};
   const RowType row(topk);
   const MergeOp merge;
-  double local_ms = 0, merge_ms = 0;
+  double local_ms = 0, wait_ms = 0, merge_ms = 0;
   const auto block_of = [&](int b) { return p.self_join ? shard_of(p.n, b, ranks) : shard_of(p.m, b, ranks); };
   const Shard owned_block = block_of(rank);
   std::vector<Entry> owned(std::size_t(owned_block.size) * topk), partial;
@@ -171,7 +171,7 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
     local_ms += ms_since(t0);
     const auto t1 = clock::now();
     agree(failure, rank, ranks, comm);
-    merge_ms += ms_since(t1);
+    wait_ms += ms_since(t1);
   }
   for (int b = 0; b < ranks; ++b) {
     const Shard block = block_of(b);
@@ -194,7 +194,7 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
       local_ms += ms_since(t0);
       t0 = clock::now();
       agree(failure, rank, ranks, comm);
-      merge_ms += ms_since(t0);
+      wait_ms += ms_since(t0);
     }
     const auto t0 = clock::now();
     MPI_Reduce(rows, b == rank ? owned.data() : nullptr, block.size, row.type, merge.op, b, comm);
@@ -208,6 +208,7 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
   if (rank == 0) unpack(answer.data(), answer.size(), out);
   ctx.timing.add("gather", ms_since(t0));
   ctx.timing.add("local", local_ms);
+  ctx.timing.add("wait", wait_ms);  // for the slowest rank's local search (and the failure vote)
   ctx.timing.add("merge", merge_ms);
   int gpu_ranks = ctx.devices_used.empty() ? 0 : 1;
   MPI_Allreduce(MPI_IN_PLACE, &gpu_ranks, 1, MPI_INT, MPI_SUM, comm);

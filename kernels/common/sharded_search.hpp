@@ -7,6 +7,8 @@
 //     rows; in a self-join the queries are the shards, so block b is rank b's shard, broadcast by
 //     rank b before the ranks search it (no rank ever holds more than its shard and one block);
 //  3. gather: rank 0 gathers the merged blocks (MPI_Gatherv) into the answer.
+// Phases: local (the local searches), wait (for the slowest rank, after each local search: load
+// imbalance), merge (the reductions, and a self-join's block broadcasts), gather.
 // A rank whose local search throws does not leave the others waiting: after each local search the
 // ranks agree on success, and all throw "rank R: reason" together. A rank that stops answering
 // (dead, hung) makes the others abort the job after KNN_MPI_TIMEOUT_S seconds (default 300).
