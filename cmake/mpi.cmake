@@ -31,7 +31,8 @@ if(KNN_HAVE_MPI AND KNN_BUILD_TESTS)
   foreach(np 2 4)
     foreach(shape "plain;--m;37;--n;301;--k;3;--topk;8;--distribution;clusters"
                   "selfjoin;--m;250;--n;250;--k;4;--topk;32;--self-join;--distribution;duplicates"
-                  "topk32;--m;20;--n;999;--k;16;--topk;32;--distribution;uniform")
+                  "topk32;--m;20;--n;999;--k;16;--topk;32;--distribution;uniform"
+                  "tiny;--m;7;--n;7;--k;2;--topk;6;--self-join;--distribution;duplicates")  # shards smaller than topk
       list(POP_FRONT shape name)
       add_test(NAME mpi.np${np}.${name}
                COMMAND bash ${knn_mpi_script} ${MPIEXEC_EXECUTABLE} ${np} $<TARGET_FILE:knnbench-testbin> pass ${shape})

@@ -175,6 +175,7 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
   }
   for (int b = 0; b < ranks; ++b) {
     const Shard block = block_of(b);
+    if (block.size == 0) continue;  // fewer queries (or points) than ranks: every rank skips the same blocks
     Entry* rows = partial.data() + std::size_t(block.first) * topk;
     if (p.self_join) {  // block b is rank b's shard: rank b sends it, every rank searches it
       auto t0 = clock::now();
