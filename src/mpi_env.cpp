@@ -17,13 +17,13 @@ MpiWorld g_world;
 #if KNN_HAVE_MPI
 // The harness's own communicator: its collective calls never meet a version's messages.
 MPI_Comm g_comm = MPI_COMM_NULL;
+#endif
 
 bool started_by_launcher() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
     if (std::getenv(var) != nullptr) return true;
   return false;
 }
-#endif
 }  // namespace
 
 bool mpi_built() { return KNN_HAVE_MPI != 0; }
@@ -108,7 +108,10 @@ std::vector<RankPlace> mpi_gather_places(const std::string& host, const std::str
   return places;
 }
 #else
-MpiSession::MpiSession(int*, char***) {}
+MpiSession::MpiSession(int*, char***) {
+  if (started_by_launcher())
+    fmt::print(stderr, "knnbench: warning: started by an MPI launcher, but built without MPI: every process runs alone\n");
+}
 MpiSession::~MpiSession() = default;
 void mpi_abort_all(int) {}
 double mpi_root_value(double value) { return value; }
