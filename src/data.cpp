@@ -65,7 +65,15 @@ double approx_normal(const Stream& s, std::uint64_t base) {
 
 void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t count, float* out,
                      std::uint32_t integer_max) {
-  const Stream s(seed, static_cast<std::uint64_t>(set));
+  generate_point_range(dist, seed, set, dim, 0, count, out, integer_max);
+}
+
+void generate_point_range(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t first, std::size_t count,
+                          float* out, std::uint32_t integer_max) {
+  const Stream stream(seed, static_cast<std::uint64_t>(set));
+  // Word i of the range is word i + first·dim of the whole set.
+  const std::uint64_t skip = std::uint64_t(first) * std::uint64_t(dim);
+  const auto s = [&](std::uint64_t i) { return stream(i + skip); };
   const std::size_t total = count * std::size_t(dim);
   switch (dist) {
     case Distribution::uniform: {
@@ -96,10 +104,10 @@ void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int di
       const std::uint64_t words_per_point = 1 + 12 * std::uint64_t(dim);
 #pragma omp parallel for schedule(static)
       for (long long p = 0; p < (long long)count; ++p) {
-        const std::uint64_t base = std::uint64_t(p) * words_per_point;
-        const int cluster = int((s(base) >> 32) % kClusters);
+        const std::uint64_t base = (std::uint64_t(p) + first) * words_per_point;
+        const int cluster = int((stream(base) >> 32) % kClusters);
         for (int t = 0; t < dim; ++t) {
-          const double v = centres[std::size_t(cluster) * dim + t] + kClusterSigma * approx_normal(s, base + 1 + 12 * std::uint64_t(t));
+          const double v = centres[std::size_t(cluster) * dim + t] + kClusterSigma * approx_normal(stream, base + 1 + 12 * std::uint64_t(t));
           out[std::size_t(p) * dim + t] = float(v);
         }
       }
@@ -108,17 +116,35 @@ void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int di
   }
 }
 
-std::uint64_t checksum_bytes(const void* data, std::size_t bytes) {
+void Checksum::add(const void* data, std::size_t bytes) {
   const auto* p = static_cast<const unsigned char*>(data);
-  std::uint64_t h = 0xcbf29ce484222325ull;
+  bytes_ += bytes;
   std::size_t i = 0;
+  while (pending_bytes_ > 0 && pending_bytes_ < 8 && i < bytes) pending_[pending_bytes_++] = p[i++];
+  std::uint64_t h = h_, w;
+  if (pending_bytes_ == 8) {
+    std::memcpy(&w, pending_, 8);
+    h = (h ^ w) * 0x100000001b3ull;
+    pending_bytes_ = 0;
+  }
   for (; i + 8 <= bytes; i += 8) {
-    std::uint64_t w;
     std::memcpy(&w, p + i, 8);  // little-endian hosts only (x86-64, aarch64)
     h = (h ^ w) * 0x100000001b3ull;
   }
-  for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
-  return splitmix64(h ^ bytes);
+  for (; i < bytes; ++i) pending_[pending_bytes_++] = p[i];
+  h_ = h;
+}
+
+std::uint64_t Checksum::value() const {
+  std::uint64_t h = h_;
+  for (std::size_t i = 0; i < pending_bytes_; ++i) h = (h ^ pending_[i]) * 0x100000001b3ull;  // the tail, byte by byte
+  return splitmix64(h ^ bytes_);
+}
+
+std::uint64_t checksum_bytes(const void* data, std::size_t bytes) {
+  Checksum c;
+  c.add(data, bytes);
+  return c.value();
 }
 
 std::uint64_t checksum(const float* data, std::size_t count) { return checksum_bytes(data, count * sizeof(float)); }

@@ -27,11 +27,27 @@ inline constexpr std::uint32_t kDefaultIntegerMax = 100;
 inline constexpr std::uint32_t kMaxIntegerMax = 1u << 24;
 void generate_points(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t count, float* out,
                      std::uint32_t integer_max = kDefaultIntegerMax);
+// Points [first, first + count) of the same set, bit-identical to those rows of generate_points:
+// a rank under mpirun generates its shard alone, and validation any single point.
+void generate_point_range(Distribution dist, std::uint64_t seed, PointSet set, int dim, std::size_t first, std::size_t count,
+                          float* out, std::uint32_t integer_max = kDefaultIntegerMax);
 
 // 64-bit checksum of a float array's bytes (FNV-1a over 8-byte little-endian words, then a
 // SplitMix64 finaliser), printed as 16 hex digits. Equal checksums mean equal inputs.
 std::uint64_t checksum(const float* data, std::size_t count);
 std::uint64_t checksum_bytes(const void* data, std::size_t bytes);
+// The same checksum over data that arrives in pieces of any size.
+class Checksum {
+ public:
+  void add(const void* data, std::size_t bytes);
+  std::uint64_t value() const;
+
+ private:
+  std::uint64_t h_ = 0xcbf29ce484222325ull;
+  std::size_t bytes_ = 0;
+  unsigned char pending_[8] = {};  // the bytes of a word not yet complete
+  std::size_t pending_bytes_ = 0;
+};
 std::string to_hex(std::uint64_t v);
 
 // The generator's primitives, exposed for tests.

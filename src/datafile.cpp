@@ -106,11 +106,14 @@ DataFileInfo inspect_open(const std::string& path, const File& f, std::uint64_t 
   info.path = path;
   info.format = data_format_of(path);
   info.file_bytes = f.size();
+  info.file = path;
   switch (info.format) {
     case DataFormat::npy: return inspect_npy(path, f, info);
     case DataFormat::fvecs: return inspect_fvecs(path, f, info);
     case DataFormat::raw_f32: return inspect_raw(path, f, info, raw_cols);
     case DataFormat::csv: return inspect_csv(path, f, info);
+    case DataFormat::idx: return inspect_idx(path, info);
+    case DataFormat::hdf5: break;  // read by name, never through File (inspect_data_file)
   }
   return info;
 }
@@ -123,22 +126,62 @@ const char* to_string(DataFormat f) {
     case DataFormat::fvecs: return "fvecs";
     case DataFormat::raw_f32: return "raw float32";
     case DataFormat::csv: return "csv";
+    case DataFormat::idx: return "idx";
+    case DataFormat::hdf5: return "hdf5";
   }
   return "?";
 }
 
+namespace {
+bool ends_with(const std::string& s, const char* tail) {
+  const std::size_t n = std::strlen(tail);
+  return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
+}
+bool is_hdf5_name(const std::string& file) {
+  const std::string ext = lower_extension(file);
+  return ext == ".hdf5" || ext == ".h5";
+}
+// "FILE.hdf5:DATASET" → the position of the ':' (npos when the path is not of that form).
+std::size_t hdf5_colon(const std::string& path) {
+  const auto colon = path.find_last_of(':');
+  return colon != std::string::npos && is_hdf5_name(path.substr(0, colon)) ? colon : std::string::npos;
+}
+}  // namespace
+
+std::string data_file_on_disk(const std::string& path) {
+  const auto colon = hdf5_colon(path);
+  return colon == std::string::npos ? path : path.substr(0, colon);
+}
+
 DataFormat data_format_of(const std::string& path) {
+  if (hdf5_colon(path) != std::string::npos) {
+    if (hdf5_colon(path) + 1 == path.size()) refuse(path, "no dataset after ':': expected FILE.hdf5:DATASET, e.g. :train or :test");
+    return DataFormat::hdf5;
+  }
+  if (is_hdf5_name(path)) refuse(path, "an HDF5 file without a dataset: expected FILE.hdf5:DATASET, e.g. :train or :test");
+  std::string lower = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (ends_with(lower, ".gz")) lower.resize(lower.size() - 3);
+  if (ends_with(lower, "ubyte") || ends_with(lower, ".idx")) return DataFormat::idx;
   const std::string ext = lower_extension(path);
   if (ext == ".npy") return DataFormat::npy;
   if (ext == ".fvecs") return DataFormat::fvecs;
   if (ext == ".bin" || ext == ".f32") return DataFormat::raw_f32;
   if (ext == ".csv") return DataFormat::csv;
-  refuse(path, fmt::format("{}: expected one of .npy, .fvecs, .bin, .f32 (raw little-endian float32), .csv",
+  refuse(path, fmt::format("{}: expected one of .npy, .fvecs, .bin, .f32 (raw little-endian float32), .csv, IDX (…ubyte, .idx, gzipped or not), FILE.hdf5:DATASET",
                            ext.empty() ? std::string("no extension") : fmt::format("unknown extension \"{}\"", shown(ext, 20))));
 }
 
 DataFileInfo inspect_data_file(const std::string& path, std::uint64_t raw_cols) {
-  data_format_of(path);  // refuse an unknown extension before touching the file
+  // refuse an unknown extension before touching the file
+  if (data_format_of(path) == DataFormat::hdf5) {
+    DataFileInfo info;
+    info.path = path;
+    info.format = DataFormat::hdf5;
+    info.file = data_file_on_disk(path);
+    info.dataset = path.substr(info.file.size() + 1);
+    return inspect_hdf5(info);
+  }
   const File f(path);
   return inspect_open(path, f, raw_cols);
 }
@@ -149,6 +192,10 @@ void expect_shape(const DataFileInfo& info, std::uint64_t rows, const char* rows
 }
 
 void read_data_file(const DataFileInfo& info, float* out) {
+  if (info.format == DataFormat::hdf5) {  // checks the shape and the file's size again itself
+    read_hdf5(info, out);
+    return;
+  }
   const File f(info.path);
   if (f.size() != info.file_bytes)
     refuse(info.path, fmt::format("{} bytes, was {} when the matrix was loaded: the file changed since", f.size(), info.file_bytes));
@@ -160,8 +207,28 @@ void read_data_file(const DataFileInfo& info, float* out) {
   if (now.rows != info.rows || now.cols != info.cols || now.data_offset != info.data_offset)
     refuse(info.path, fmt::format("{} rows of {} floats, was {} of {} when the matrix was loaded: the file changed since", now.rows, now.cols,
                                   info.rows, info.cols));
-  if (info.format == DataFormat::fvecs) read_fvecs(info, f, out);
+  if (info.format == DataFormat::idx) read_idx(info, out);
+  else if (info.format == DataFormat::fvecs) read_fvecs(info, f, out);
   else read_dense(info, f, out);
+}
+
+bool read_ground_truth(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out, std::string& why) {
+  const DataFormat format = data_format_of(path);
+  if (format == DataFormat::hdf5) return read_hdf5_neighbors(path, m, n, topk, out, why);
+  if (format != DataFormat::npy) {
+    why = std::string("no ground truth in a ") + to_string(format) + " file";
+    return false;
+  }
+  const File f(path);
+  DataFileInfo info;
+  info.path = path;
+  info = inspect_npy(path, f, info, true);
+  if (info.rows != m || info.cols < std::uint64_t(topk))
+    refuse(path, fmt::format("{} rows of {} neighbour indices: expected m = {} rows of at least topk = {}", info.rows, info.cols, m, topk));
+  std::vector<std::int32_t> all(info.rows * info.cols);
+  f.read_at(info.data_offset, all.data(), all.size() * 4);
+  first_columns(path, all, info.cols, m, n, topk, out);
+  return true;
 }
 
 }  // namespace knn

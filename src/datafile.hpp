@@ -1,16 +1,18 @@
 #pragma once
-// Point sets read from files instead of generated: NumPy .npy, .fvecs, raw float32 (.bin/.f32)
-// and CSV. inspect_data_file reads only what it needs to learn the shape (a header, the file
+// Point sets read from files instead of generated: NumPy .npy, .fvecs, raw float32 (.bin/.f32),
+// CSV, IDX (MNIST's format, gzipped or not: unsigned bytes or float32, stored as float32) and a
+// dataset of an HDF5 file ("FILE.hdf5:train", ann-benchmarks' layout; needs a build with HDF5). inspect_data_file reads only what it needs to learn the shape (a header, the file
 // size; for CSV one pass counting rows) and allocates nothing in proportion to the data;
 // read_data_file fills a buffer the caller sized from that shape and refuses NaN and ±Inf.
 // Every problem throws ConfigError with one line that starts with the data file's path and
 // names the byte offset (binary) or line:column (CSV) that is wrong.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace knn {
 
-enum class DataFormat { npy, fvecs, raw_f32, csv };
+enum class DataFormat { npy, fvecs, raw_f32, csv, idx, hdf5 };
 const char* to_string(DataFormat f);
 
 struct DataFileInfo {
@@ -21,10 +23,27 @@ struct DataFileInfo {
   std::uint64_t data_offset = 0;    // byte where the values start (after an .npy header; 0 otherwise)
   std::uint64_t file_bytes = 0;     // the size seen by inspect; read refuses a file that changed since
   std::uint64_t csv_first_row_line = 1;  // CSV: the 1-based line of the first row (2 after a header)
+  unsigned idx_type = 0;            // IDX: the element type byte (0x08 unsigned byte, 0x0D float32)
+  std::string file;                 // the file on disk: `path` without an HDF5 ":dataset" suffix
+  std::string dataset;              // HDF5: the dataset's name
 };
 
-// The format from the extension (.npy, .fvecs, .bin, .f32, .csv); anything else is refused.
+// The format from the extension (.npy, .fvecs, .bin, .f32, .csv; IDX: a name ending in "ubyte" or
+// ".idx", either with ".gz"; HDF5: "FILE.hdf5:DATASET" or "FILE.h5:DATASET"); anything else is refused.
 DataFormat data_format_of(const std::string& path);
+
+// The file on disk that a data-file path names (an HDF5 path without its ":dataset").
+std::string data_file_on_disk(const std::string& path);
+
+// Whether this build reads HDF5 files (libhdf5 found at build time).
+bool built_with_hdf5();
+
+// The ground truth an HDF5 file holds beside a queries dataset: its "neighbors" dataset (ann-benchmarks'
+// layout, int32, m rows sorted by distance). True, with m × topk indices in `out`, when the file of
+// `queries_path` (an HDF5 path) has "neighbors" of m rows and at least topk columns; false (and `why`)
+// when it has none or too few columns. Indices outside [0, n) are refused (ConfigError).
+bool read_ground_truth(const std::string& queries_path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out,
+                       std::string& why);
 
 // Learns the shape of a data file. Raw float32 files have no header, so their row length comes
 // from `raw_cols` (the case's k); the other formats ignore it.

@@ -117,9 +117,26 @@ inline std::string lower_extension(const std::string& path) {
   return ext;
 }
 
+// The first topk of `cols` neighbour indices per row of `all` (m rows), each checked to be in [0, n).
+inline void first_columns(const std::string& path, const std::vector<std::int32_t>& all, std::uint64_t cols, std::uint64_t m, std::uint64_t n,
+                          int topk, std::vector<std::int32_t>& out) {
+  out.resize(m * std::uint64_t(topk));
+  for (std::uint64_t q = 0; q < m; ++q)
+    for (int j = 0; j < topk; ++j) {
+      const std::int32_t i = all[q * cols + std::uint64_t(j)];
+      if (i < 0 || std::uint64_t(i) >= n) refuse(path, fmt::format("row {} column {}: index {}: expected an index in [0, {})", q, j, i, n));
+      out[q * std::uint64_t(topk) + std::uint64_t(j)] = i;
+    }
+}
+
 // The readers of each format (datafile_npy.cpp, datafile_csv.cpp, datafile.cpp).
-DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo info);
+DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo info, bool int32 = false);  // int32: '<i4', else '<f4'
+bool read_hdf5_neighbors(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out, std::string& why);
 DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo info);
 void read_csv(const DataFileInfo& info, const File& f, float* out);
+DataFileInfo inspect_idx(const std::string& path, DataFileInfo info);  // datafile_idx.cpp
+void read_idx(const DataFileInfo& info, float* out);
+DataFileInfo inspect_hdf5(DataFileInfo info);                           // datafile_hdf5.cpp
+void read_hdf5(const DataFileInfo& info, float* out);
 
 }  // namespace knn::datafile_detail

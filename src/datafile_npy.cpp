@@ -163,7 +163,7 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
 
 }  // namespace
 
-DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo info) {
+DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo info, bool int32) {
   const std::uint64_t size = f.size();
   unsigned char pre[12] = {};
   const std::uint64_t got = f.read_some(0, pre, sizeof pre);
@@ -190,9 +190,10 @@ DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo in
   f.read_at(header_at, text.data(), header_len);
   const NpyHeader h = NpyHeaderReader(path, text, header_at).parse();
 
+  if (int32 && h.descr != "<i4") refuse(path, fmt::format("dtype '{}': expected little-endian int32 '<i4' (neighbour indices)", shown(h.descr, 40)));
   if (h.descr_structured) refuse(path, "dtype: a structured dtype: expected little-endian float32 '<f4'");
   if (h.descr == ">f4") refuse(path, "dtype '>f4' is big-endian float32: expected little-endian float32 '<f4'");
-  if (h.descr != "<f4") refuse(path, fmt::format("dtype '{}': expected little-endian float32 '<f4'", shown(h.descr, 40)));
+  if (h.descr != "<f4" && !int32) refuse(path, fmt::format("dtype '{}': expected little-endian float32 '<f4'", shown(h.descr, 40)));
   if (h.fortran_order) refuse(path, "fortran_order True (column-major): expected C order, fortran_order False");
   if (h.shape.size() != 2)
     refuse(path, fmt::format("{}-D shape {}: expected a 2-D shape (rows, k)", h.shape.size(), shape_text(h.shape)));

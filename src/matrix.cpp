@@ -105,9 +105,10 @@ struct Checker {
 
   // A case's data file: a path (relative to the matrix file's folder) to a file whose shape is
   // `rows` × `dim` floats. Only the header and size are read here; values are read at run time.
+  // A missing file of a case that says how to fetch it is not an error: `missing` says so.
   void data_file(const json& v, const std::string& path, int dim, int rows, const char* rows_name, std::string& written,
-                 std::string& resolved) const {
-    const char* what = "a path to a data file (.npy, .fvecs, .bin, .f32 or .csv)";
+                 std::string& resolved, const std::string& fetch, std::string& missing) const {
+    const char* what = "a path to a data file (.npy, .fvecs, .bin, .f32, .csv, IDX or FILE.hdf5:DATASET)";
     if (!v.is_string() || v.get<std::string>().empty()) fail(path, v, what);
     written = v.get<std::string>();
     // Control characters would break the one-line messages and listings that show the path.
@@ -115,6 +116,11 @@ struct Checker {
       fail(path, v, "a path to a data file without control characters");
     const std::filesystem::path given(written);
     resolved = given.is_absolute() ? written : (std::filesystem::path(file).parent_path() / given).string();
+    std::error_code ec;
+    if (!fetch.empty() && !std::filesystem::exists(data_file_on_disk(resolved), ec)) {
+      if (missing.empty()) missing = fmt::format("data file {} not found: fetch it with {}", std::filesystem::path(data_file_on_disk(resolved)).lexically_normal().string(), fetch);
+      return;
+    }
     try {
       expect_shape(inspect_data_file(resolved, std::uint64_t(dim)), std::uint64_t(rows), rows_name, std::uint64_t(dim));
     } catch (const ConfigError& e) {
@@ -123,6 +129,16 @@ struct Checker {
   }
 };
 
+}  // namespace
+
+namespace {
+DataFormat data_format_of_or_empty(const std::string& path) {
+  try {
+    return data_format_of(path);
+  } catch (const ConfigError&) {
+    return DataFormat::raw_f32;
+  }
+}
 }  // namespace
 
 Matrix parse_matrix(const std::string& text, const std::string& file_label) {
@@ -192,7 +208,7 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
     const std::string p = fmt::format("/cases/{}", i);
     if (!cj.is_object()) c.fail(p, cj, "a case object with id, k, m, n");
     c.only_keys(cj, p, {"id", "k", "m", "n", "topk", "distribution", "max", "self_join", "seed", "groups", "description",
-                        "queries_file", "references_file", "validate_queries"});
+                        "queries_file", "references_file", "validate_queries", "fetch", "ground_truth_file"});
     bool self_join = false;
     if (cj.contains("self_join")) {
       if (!cj["self_join"].is_boolean()) c.fail(p + "/self_join", cj["self_join"], "true or false");
@@ -239,10 +255,28 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
     const unsigned __int128 qn = (unsigned __int128)cs.dim * cs.m, rn = (unsigned __int128)cs.dim * cs.n;
     if (qn > ((unsigned __int128)1 << 60) || rn > ((unsigned __int128)1 << 60))
       c.fail(p, cj, "k·m and k·n below 2^60 elements");
+    if (cj.contains("fetch")) {
+      if (!cj["fetch"].is_string() || cj["fetch"].get<std::string>().empty()) c.fail(p + "/fetch", cj["fetch"], "the command that fetches the data files");
+      cs.fetch = cj["fetch"].get<std::string>();
+    }
     if (cj.contains("queries_file"))
-      c.data_file(cj["queries_file"], p + "/queries_file", cs.dim, cs.m, "m", cs.queries_file, cs.queries_path);
+      c.data_file(cj["queries_file"], p + "/queries_file", cs.dim, cs.m, "m", cs.queries_file, cs.queries_path, cs.fetch, cs.missing_data);
     if (cj.contains("references_file"))
-      c.data_file(cj["references_file"], p + "/references_file", cs.dim, cs.n, "n", cs.references_file, cs.references_path);
+      c.data_file(cj["references_file"], p + "/references_file", cs.dim, cs.n, "n", cs.references_file, cs.references_path, cs.fetch,
+                  cs.missing_data);
+    if (cj.contains("ground_truth_file")) {
+      const json& g = cj["ground_truth_file"];
+      if (!g.is_string() || g.get<std::string>().empty() || data_format_of_or_empty(g.get<std::string>()) != DataFormat::npy)
+        c.fail(p + "/ground_truth_file", g, "a path to an int32 .npy file of neighbour indices (m rows)");
+      cs.ground_truth_file = g.get<std::string>();
+      const std::filesystem::path given(cs.ground_truth_file);
+      cs.ground_truth_path = given.is_absolute() ? cs.ground_truth_file : (std::filesystem::path(file_label).parent_path() / given).string();
+      std::error_code ec;
+      if (!std::filesystem::exists(cs.ground_truth_path, ec) && cs.missing_data.empty()) {
+        if (cs.fetch.empty()) c.fail(p + "/ground_truth_file", g, "an existing file (this one is missing)");
+        cs.missing_data = fmt::format("ground truth {} not found: fetch it with {}", std::filesystem::path(cs.ground_truth_path).lexically_normal().string(), cs.fetch);
+      }
+    }
     mx.cases.push_back(std::move(cs));
   }
   return mx;

@@ -25,6 +25,14 @@ struct Case {
   // against the matrix file's folder (what the runner opens).
   std::string queries_file, references_file;
   std::string queries_path, references_path;
+  // "fetch": the command that fetches the case's data files (e.g. "scripts/fetch-data.sh cities").
+  // With it, a data file that does not exist skips the case (missing_data says why and how to
+  // fetch it) instead of refusing the matrix.
+  std::string fetch, missing_data;
+  // "ground_truth_file": published neighbours to validate against as well as v0 (an int32 .npy of
+  // m rows, at least topk columns, sorted by distance). An HDF5 queries file's "neighbors" serve
+  // without it.
+  std::string ground_truth_file, ground_truth_path;
   std::uint32_t integer_max = kDefaultIntegerMax;  // "max": the integers distribution draws from [0, max)
   // "self_join": the references are the queries (m = n, one point set); a point is never its own
   // neighbour, other points at the same place are neighbours at distance 0.

@@ -18,6 +18,7 @@
 #include "answers_npy.hpp"
 #include "host_memory.hpp"
 #include "interrupt.hpp"
+#include "mpi_env.hpp"
 #include "skip_reasons.hpp"
 #include "sysinfo.hpp"
 
@@ -148,7 +149,11 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   r.title = desc.title;
   r.family = to_string(desc.family);
   r.host_memory = env.host_memory;
-  if (auto why = why_skipped(desc, p, env)) {
+  // Under mpirun a sharding version runs on every rank, which must make the same calls: one rank's
+  // skip skips all, rank 0's times drive the stopping rule, and an interrupt on one stops all.
+  const bool lockstep = desc.shards_references && mpi_world().many();
+  const auto stopping = [&] { return lockstep ? mpi_any(stop_requested()) : stop_requested(); };
+  if (auto why = lockstep ? mpi_first_reason(why_skipped(desc, p, env)) : why_skipped(desc, p, env)) {
     r.status = Status::skip;
     r.reason = *why;
     return;
@@ -180,7 +185,7 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     for (auto& instance : instances) instance->query(p, Neighbors{indices.data(), distances.data()}, ctx);
     const auto t2 = std::chrono::steady_clock::now();
     if (watchdog) watchdog->call_finished();
-    const double total = elapsed_ms(t0, t2), per = 1.0 / batch;
+    const double total = lockstep ? mpi_root_value(elapsed_ms(t0, t2)) : elapsed_ms(t0, t2), per = 1.0 / batch;
     g_calls_made.fetch_add(1, std::memory_order_relaxed);
     if (keep) {
       r.samples_ms.push_back(total * per);
@@ -203,7 +208,7 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     bool measured = false, settled = false;
     double fastest = std::numeric_limits<double>::infinity();
     double warm_ms = 0;  // warm-up shares the --max-time budget: a huge --warmup cannot run forever
-    for (int w = 0; w < opts.warmup && !stop_requested() && warm_ms <= max_ms; ++w) {
+    for (int w = 0; w < opts.warmup && !stopping() && warm_ms <= max_ms; ++w) {
       const double ms = call(false, 1);
       warm_ms += ms;
       if (ms > max_ms) {
@@ -223,7 +228,7 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     if (!measured) {
       double total = 0;
       for (;;) {
-        if (stop_requested()) {
+        if (stopping()) {
           rec.interrupted = true;
           break;
         }
@@ -289,11 +294,11 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
   }
   if (opts.validate && reference) {
     r.validated = true;
-    r.validation = validate_neighbors(p, *reference, indices.data());
+    r.validation = validate_all(p, *reference, indices.data());
     if (!r.validation.pass) {
       r.status = Status::fail;
-      r.reason = fmt::format("validation: {} mismatches, {} invalid of {} neighbours; first: {}", r.validation.mismatches, r.validation.invalid,
-                             r.validation.checked, r.validation.first_problem);
+      r.reason = fmt::format("validation{}: {} mismatches, {} invalid of {} neighbours; first: {}",
+                             r.validation.ground_truth.find(" + ") == std::string::npos ? "" : " against " + r.validation.ground_truth, r.validation.mismatches, r.validation.invalid, r.validation.checked, r.validation.first_problem);
       return;
     }
   }

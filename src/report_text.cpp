@@ -64,6 +64,8 @@ class MarkdownReporter final : public Reporter {
     for (const auto& d : info.devices)
       s += fmt::format("- device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", d.ordinal, d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_memory / 1073741824.0);
     s += fmt::format("- matrix: {} ({}), host memory: {}\n", info.matrix_file, info.matrix_checksum, host_memory_text(info));
+    if (info.mpi_ranks > 0) s += fmt::format("- mpirun: {} rank{}\n", info.mpi_ranks, info.mpi_ranks == 1 ? "" : "s");
+    for (const RankPlace& p : info.rank_places) s += fmt::format("  - rank {}: host {}, GPU {}\n", p.rank, p.host, p.gpu);
     s += "\n## Median wall time per call (ms)\n\n";
     s += markdown_table(summary_table(all), {});
     const std::string legend = summary_legend(all);

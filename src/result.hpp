@@ -6,6 +6,7 @@
 
 #include "core/environment.hpp"
 #include "matrix.hpp"
+#include "mpi_env.hpp"
 #include "stats.hpp"
 #include "sysinfo.hpp"
 #include "validate.hpp"
@@ -72,6 +73,10 @@ struct RunInfo {
   int validate_queries = 0;
   HostMemory host_memory = HostMemory::pageable;
   bool complete = false;  // false while running or after an interruption
+  // Under mpirun: the number of ranks and each rank's host and GPU ("none": the CPU engine).
+  // 0 ranks: not started by mpirun.
+  int mpi_ranks = 0;
+  std::vector<RankPlace> rank_places;
 };
 
 }  // namespace knn

@@ -34,6 +34,7 @@ json validation_json(const Result& r) {
           {"invalid", v.invalid},
           {"max_rel_error", v.max_rel_error},
           {"tolerance", {{"rtol", kDistanceRtol}, {"atol", kDistanceAtol}}},
+          {"ground_truth", v.ground_truth},
           {"first_problem", v.first_problem.empty() ? json(nullptr) : json(v.first_problem)}};
 }
 
@@ -142,6 +143,11 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
   }
   j["devices"] = devs;
   j["device_note"] = text_or_null(info.device_note);
+  if (info.mpi_ranks > 0) {  // under mpirun: the ranks, each with its host and GPU
+    json places = json::array();
+    for (const RankPlace& p : info.rank_places) places.push_back({{"rank", p.rank}, {"host", p.host}, {"gpu", p.gpu}});
+    j["mpi"] = {{"ranks", info.mpi_ranks}, {"per_rank", places}};
+  }
   j["matrix"] = {{"file", info.matrix_file}, {"checksum", info.matrix_checksum}};
   j["options"] = {{"warmup", info.warmup},         {"min_samples", info.min_samples}, {"max_samples", info.max_samples}, {"min_time_s", info.min_time_s},
                   {"max_time_s", info.max_time_s}, {"validate", info.validate}, {"validate_queries", info.validate_queries},       {"host_memory", to_string(info.host_memory)},
@@ -150,6 +156,15 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
   for (const auto& r : results) rs.push_back(result_to_json(r));
   j["results"] = rs;
   return j;
+}
+
+void read_mpi_json(const nlohmann::json& run, RunInfo& info) {
+  if (!run.contains("mpi") || !run["mpi"].is_object()) return;
+  const nlohmann::json& mpi = run["mpi"];
+  info.mpi_ranks = mpi.value("ranks", 0);
+  if (mpi.contains("per_rank") && mpi["per_rank"].is_array())
+    for (const nlohmann::json& p : mpi["per_rank"])
+      if (p.is_object()) info.rank_places.push_back(RankPlace{p.value("rank", 0), p.value("host", ""), p.value("gpu", "")});
 }
 
 }  // namespace knn

@@ -22,6 +22,8 @@ class SchemaError : public ConfigError {
 
 nlohmann::ordered_json results_to_json(const RunInfo& info, const std::vector<Result>& results);
 nlohmann::ordered_json result_to_json(const Result& r);
+// The "mpi" object of a run under mpirun (ranks, each rank's host and GPU) into info; absent: 0 ranks.
+void read_mpi_json(const nlohmann::json& run, RunInfo& info);
 
 // Reads one element of "results" as result_to_json writes it. What identifies a result (the
 // case's parameters and checksums, version, status) and, for a pass, its stats are required;

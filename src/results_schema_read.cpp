@@ -337,8 +337,8 @@ RunInfo run_info_from_json(const json& j) {
       info.warmup_ms.push_back(num<double>(d, "warmup_ms"));
     }
   info.device_note = str(j, "device_note");
-  info.matrix_file = str(sub(j, "matrix"), "file");
-  info.matrix_checksum = str(sub(j, "matrix"), "checksum");
+  read_mpi_json(j, info);  // under mpirun only
+  info.matrix_file = str(sub(j, "matrix"), "file"), info.matrix_checksum = str(sub(j, "matrix"), "checksum");
   const json& o = sub(j, "options");
   info.warmup = num<int>(o, "warmup");
   info.min_samples = num<int>(o, "min_samples");

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <exception>
 #include <optional>
+#include <set>
 
 #include "core/errors.hpp"
 #include "data.hpp"
@@ -22,8 +23,10 @@
 #include "interrupt.hpp"
 #include "isolate.hpp"
 #include "measure.hpp"
+#include "mpi_env.hpp"
 #include "report.hpp"
 #include "selection.hpp"
+#include "sharded_case.hpp"
 #include "skip_reasons.hpp"
 #include "sysinfo.hpp"
 #include "value_range.hpp"
@@ -107,13 +110,21 @@ int run_benchmark(const RunOptions& opts) {
       throw ConfigError(fmt::format("--dump-answers {}: cannot create the folder ({})", opts.measure.dump_answers,
                                     ec ? ec.message() : "not a directory"));
   }
+  const MpiWorld& world = mpi_world();
+  if (world.many() && (opts.isolate || opts.isolated_child))
+    throw ConfigError("--isolate: not under mpirun (every rank must run the same calls in one process)");
   Matrix mx = run_matrix(opts);
-  // nor may an output replace a case's data file (cases may share one: their queries and references)
-  for (const Case& c : mx.cases)
-    for (const std::string* data : {&c.queries_path, &c.references_path})
-      if (!data->empty())
-        refuse_same_files({{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path},
-                           {fmt::format("case {}'s data file", c.id), *data}});
+  {  // nor may an output replace a case's data file
+    std::vector<std::pair<std::string, std::string>> named{{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}};
+    std::set<std::string> seen;  // cases may share a data file (and an HDF5 file holds both sets): each once
+    for (const Case& c : mx.cases)
+      for (const std::string* data : {&c.queries_path, &c.references_path}) {
+        std::error_code ec;
+        if (!data->empty() && seen.insert(std::filesystem::weakly_canonical(data_file_on_disk(*data), ec).string()).second)
+          named.emplace_back(fmt::format("case {}'s data file", c.id), data_file_on_disk(*data));
+      }
+    refuse_same_files(named);
+  }
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   const auto versions = select_versions(opts.version_specs);
 
@@ -144,25 +155,38 @@ int run_benchmark(const RunOptions& opts) {
   env.devices = info.devices;
   env.host_memory = info.host_memory;
   env.omp_threads = info.host.omp_threads;
+  env.rank = world.rank, env.ranks = world.size, env.local_rank = world.local_rank;
+  {  // every rank's host and GPU, for the results (rank 0 keeps them)
+    const DeviceInfo* gpu = rank_device(env);
+    info.mpi_ranks = world.active ? world.size : 0;
+    info.rank_places = mpi_gather_places(info.host.hostname, gpu ? fmt::format("{} ({})", gpu->ordinal, gpu->name) : "none");
+  }
+  // Under mpirun with several ranks, versions that shard the references run on every rank; the
+  // others run on rank 0 alone, with every reference, while the other ranks wait.
+  std::vector<const VersionDesc*> sharded, whole;
+  for (const VersionDesc* v : versions) (world.many() && v->shards_references ? sharded : whole).push_back(v);
 
   std::vector<std::unique_ptr<Reporter>> reporters;
-  if (!opts.isolated_child) reporters.push_back(make_screen_reporter(opts.quiet));
   MeasureOptions measure = opts.measure;
   measure.kill_after_max_time = opts.isolated_child;
-  const std::string json_path =
-      !opts.json_path.empty() ? opts.json_path : claim_default_results_path(fmt::format("results/local/{}-{}", info.host.hostname, utc_now_compact()));
-  reporters.push_back(make_json_reporter(json_path));
-  if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
-  if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
-  remove_stale_temporaries({json_path, opts.md_path, opts.csv_path});  // what killed runs left behind
-  for (const std::string& out : {json_path, opts.md_path, opts.csv_path})
-    if (names_standard_output(out)) reserve_standard_output_for_data();  // the screen's lines go to stderr
+  std::string json_path;
+  if (world.root()) {  // rank 0 alone prints and writes
+    if (!opts.isolated_child) reporters.push_back(make_screen_reporter(opts.quiet));
+    json_path = !opts.json_path.empty() ? opts.json_path
+                                        : claim_default_results_path(fmt::format("results/local/{}-{}", info.host.hostname, utc_now_compact()));
+    reporters.push_back(make_json_reporter(json_path));
+    if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
+    if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
+    remove_stale_temporaries({json_path, opts.md_path, opts.csv_path});  // what killed runs left behind
+    for (const std::string& out : {json_path, opts.md_path, opts.csv_path})
+      if (names_standard_output(out)) reserve_standard_output_for_data();  // the screen's lines go to stderr
+  }
   if (opts.isolate) remove_stale_isolate_files();
 
   install_signal_handlers();
   info.warmup_ms = warm_up_devices(info.devices);  // before any measurement, on every selected GPU at once
   for (auto& rep : reporters) rep->begin(info);
-  if (host_busy(info.host) && !opts.quiet && !opts.isolated_child)
+  if (world.root() && host_busy(info.host) && !opts.quiet && !opts.isolated_child)
     fmt::print("knnbench: warning: busy machine (load {:.2f}, {} logical CPUs, {} OpenMP threads): times may be noisy\n",
                info.host.load_1min, info.host.cores, info.host.omp_threads);
 
@@ -195,14 +219,39 @@ int run_benchmark(const RunOptions& opts) {
     }
   } save_on_error{info, results, reporters};
   for (const Case& original : cases) {
-    if (stop_requested()) break;
+    if (world.many() ? mpi_any(stop_requested()) : stop_requested()) break;
     Case c = original;
     if (opts.seed) c.seed = *opts.seed;
     Result base;
     base.problem_case = c;
+    const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
+    run_sharded_versions(mx, c, sharded, env, measure, validate_queries, base, [&](const VersionDesc& v) { announce(c, v); }, finish);
+    if (!world.root()) {
+      mpi_wait_all();  // while rank 0 runs the other versions
+      continue;
+    }
+    struct WaitForRanks {  // rank 0 meets the other ranks when the case is done, however it ends
+      ~WaitForRanks() {
+        if (std::uncaught_exceptions() == 0) mpi_wait_all();
+      }
+    } wait_for_ranks;
+    if (whole.empty()) continue;  // nor does rank 0 generate every reference for nothing
+
+    if (!c.missing_data.empty()) {  // a data file to fetch first: skipped with the command, not an error
+      for (const VersionDesc* v : versions) {
+        Result r = base;
+        r.version = v->id;
+        r.title = v->title;
+        r.family = to_string(v->family);
+        r.reason = c.missing_data;
+        announce(c, *v);
+        finish(std::move(r));
+      }
+      continue;
+    }
 
     if (opts.isolate) {  // the children generate the data and validate; the parent only collects
-      for (const VersionDesc* v : versions) {
+      for (const VersionDesc* v : whole) {
         if (stop_requested()) break;
         announce(c, *v);
         finish(run_isolated(opts, c, *v));
@@ -216,7 +265,7 @@ int run_benchmark(const RunOptions& opts) {
     const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
     const double have = double(usable_host_memory());  // RLIMIT_AS and the cgroup's limit count
     auto skip_all = [&](const std::string& reason) {
-      for (const VersionDesc* v : versions) {
+      for (const VersionDesc* v : whole) {
         Result r = base;
         r.version = v->id;
         r.title = v->title;
@@ -250,17 +299,34 @@ int run_benchmark(const RunOptions& opts) {
     base.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
     base.reference_checksum = to_hex(checksum(references->data(), rf));
     const Problem p{c.dim, c.m, c.n, c.topk, query_points, references->data(), c.self_join};
-    // --validate-queries wins; else the case's own sample size (large cases), else every query.
-    const int validate_queries = measure.validate_queries > 0 ? measure.validate_queries : c.validate_queries;
+    // --validate-queries (above) wins; else the case's own sample size (large cases), else every query.
 
     std::optional<Reference> reference;
-    for (const VersionDesc* v : versions) {
+    Reference file_truth;  // the data file's own ground truth (HDF5 "neighbors"), when it has one
+    std::string no_truth;
+    // The case's ground_truth_file, else an HDF5 queries file's own "neighbors".
+    const std::string truth = !c.ground_truth_path.empty() ? c.ground_truth_path
+                              : !c.queries_path.empty() && data_format_of(c.queries_path) == DataFormat::hdf5 ? c.queries_path
+                                                                                                           : std::string();
+    bool has_truth = false;
+    try {
+      has_truth = measure.validate && !truth.empty() &&
+                  read_ground_truth(truth, std::uint64_t(c.m), std::uint64_t(c.n), c.topk, file_truth.indices, no_truth);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: case {}: ground truth: {}", mx.file, c.id, e.what()));
+    }
+    if (has_truth) {
+      file_truth.name = c.ground_truth_file.empty() ? "neighbors of " + data_file_on_disk(c.queries_file) : c.ground_truth_file;
+      for (int q = 0; q < c.m; ++q) file_truth.rows.push_back(q);
+    }
+    for (const VersionDesc* v : whole) {
       if (stop_requested()) break;
       Result r = base;
       if (measure.validate && !reference && !why_skipped(*v, p, env)) {
         for (auto& rep : reporters) rep->step(c, "validation reference (v0 on every core)");
         try {
           reference = compute_reference(p, validate_queries);
+          if (has_truth) reference->also = &file_truth;
         } catch (const std::bad_alloc&) {
           r.version = v->id;
           r.title = v->title;
@@ -280,8 +346,8 @@ int run_benchmark(const RunOptions& opts) {
   }
   info.complete = !stop_requested();
   for (auto& rep : reporters) rep->end(info, results);
-  if (!opts.quiet && !opts.isolated_child) fmt::print("Results: {}\n", json_path);
-  if (stop_requested()) {
+  if (world.root() && !opts.quiet && !opts.isolated_child) fmt::print("Results: {}\n", json_path);
+  if (world.root() && stop_requested()) {
     const int sig = stop_signal() ? stop_signal() : SIGINT;
     fmt::print(stderr, "knnbench: {}; {} finished results saved in {}\n", sig == SIGTERM ? "terminated" : "interrupted",
                results.size(), json_path);

@@ -315,7 +315,15 @@ TEST(Compare, TooFewSamplesForTheTestIsSaid) {
     EXPECT_EQ(rep.pairs[0].verdict, Verdict::too_few) << few;
     EXPECT_EQ(rep.pairs[0].p_value.has_value(), few >= knn::kCompareMinSamples);
     EXPECT_EQ(rep.exit_code(), 0);
-    EXPECT_NE(knn::format_compare(rep, false).find("too few samples"), std::string::npos);
+    {  // the text row says "too few" and stays within 100 columns; the legend spells it out
+      const std::string text = knn::format_compare(rep, false);
+      EXPECT_NE(text.find("too few (samples)"), std::string::npos);
+      const auto row = text.find("\nv0 ");
+      ASSERT_NE(row, std::string::npos) << text;
+      const std::string line = text.substr(row + 1, text.find('\n', row + 1) - row - 1);
+      EXPECT_NE(line.find("too few"), std::string::npos) << line;
+      EXPECT_LE(line.size(), 100u) << line;
+    }
     EXPECT_EQ(rep.geomeans.at(0).too_few, 1);
     EXPECT_EQ(rep.geomeans.at(0).pairs, 1);  // its ratio still counts
   }

@@ -38,6 +38,9 @@ class SharedTopK {
 
   KNN_TOPK_FN float worst_distance() const { return worst_; }
 
+  // Takes up a heap whose slots were written by an earlier owner (kept between kernel launches).
+  KNN_TOPK_FN void resume() { worst_ = dist_[0]; }
+
   // Offers (d, i). Precondition: candidates arrive in increasing index order, so i is larger
   // than every kept index and knn::before(d, i, worst kept) reduces to d < worst distance: a tie
   // with a kept pair keeps the older (smaller) index, as v0 does. Empty slots (+inf, -1) take any

@@ -34,6 +34,16 @@ struct Environment {
   std::vector<DeviceInfo> devices;  // the selected devices (--devices), in selection order
   HostMemory host_memory = HostMemory::pageable;
   int omp_threads = 1;
+  // Under mpirun: this process's rank among `ranks`, and its rank among the ranks of its host
+  // (which picks its GPU). One process without mpirun is rank 0 of 1. A version that shards the
+  // references (VersionDesc::shards_references) talks to the other ranks itself, over MPI.
+  int rank = 0, ranks = 1, local_rank = 0;
 };
+
+// The GPU a rank uses when it runs one: the ranks of a host take its selected GPUs in turn
+// (more ranks than GPUs share them). None without a GPU.
+inline const DeviceInfo* rank_device(const Environment& env) {
+  return env.devices.empty() ? nullptr : &env.devices[std::size_t(env.local_rank) % env.devices.size()];
+}
 
 }  // namespace knn

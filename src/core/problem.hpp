@@ -17,11 +17,26 @@ struct Problem {
   // A self-join: `queries` and `references` are the same n points (m == n), and point q is never
   // its own neighbour; other points at the same place are neighbours at distance 0.
   bool self_join = false;
+  // Under mpirun, a version that shards the references sees only its rank's rows: `references`
+  // holds rows [shard_begin, shard_begin + shard_n) of the n (in a self-join `queries` too, the
+  // same rows); indices in answers stay global. shard_n < 0: all n rows are here.
+  int shard_begin = 0;
+  int shard_n = -1;
+  int local_n() const { return shard_n < 0 ? n : shard_n; }
 
   std::size_t query_floats() const { return std::size_t(m) * std::size_t(dim); }
   std::size_t reference_floats() const { return std::size_t(n) * std::size_t(dim); }
   std::size_t result_slots() const { return std::size_t(m) * std::size_t(topk); }
 };
+
+// The rows of `count` that rank `rank` of `ranks` holds: [first, first + size), balanced within one.
+struct Shard {
+  int first = 0, size = 0;
+};
+inline Shard shard_of(int count, int rank, int ranks) {
+  const auto at = [&](int r) { return int((long long)count * r / ranks); };
+  return Shard{at(rank), at(rank + 1) - at(rank)};
+}
 
 // Where a version writes its answer: m × topk reference indices, each row sorted by
 // increasing distance (ties by increasing index), and the squared distances it computed.

@@ -48,6 +48,10 @@ struct VersionDesc {
   // Answers self-join cases (Problem::self_join: never the query itself). A version that leaves
   // it false is skipped on them with the reason "does not answer self-joins".
   bool self_join = false;
+  // Under mpirun with more than one rank: every rank runs it in lockstep, each with only its shard
+  // of the references (Problem::shard_begin/shard_n), and rank 0's answer is the result. Versions
+  // that leave it false run on rank 0 alone, with every reference, while the other ranks wait.
+  bool shards_references = false;
   // Returns a skip reason when the version cannot run this problem here, nothing otherwise.
   // The harness itself already skips GPU versions when no device is present.
   std::function<std::optional<std::string>(const Problem&, const Environment&)> supports;

@@ -1,0 +1,40 @@
+#pragma once
+// The leaf plan of a balanced GPU kd-tree (v16, after seed 004): the references are padded so that
+// every leaf holds the same number of rows and the leaves are a power of two, which makes the tree
+// an implicit complete binary tree (node v has children 2v + 1 and 2v + 2) and lets every thread of
+// a warp scan its leaf in the same number of steps. The rule: the most leaves L = 2^levels with
+// L * min_leaf <= n, leaf size S = ceil(n / L), so S >= min_leaf and the padding L * S - n is
+// smaller than L (fewer padding rows than leaves). With n < min_leaf the tree is one leaf of n rows.
+// Host code only: the CPU tests check the rule.
+#include <cstdint>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace knn::kd {
+
+struct LeafPlan {
+  std::int64_t n = 0;          // real rows
+  std::int64_t leaves = 1;     // a power of two
+  std::int64_t leaf_size = 0;  // rows per leaf, padding included
+  int levels = 0;              // log2(leaves): internal levels above the leaves
+
+  std::int64_t padded() const { return leaves * leaf_size; }
+  std::int64_t padding() const { return padded() - n; }
+  std::int64_t nodes() const { return 2 * leaves - 1; }  // heap order, the leaves last
+};
+
+inline LeafPlan plan_leaves(std::int64_t n, std::int64_t min_leaf) {
+  if (n < 1) throw std::invalid_argument(fmt::format("kd-tree leaf plan: n = {}: needs at least one point", n));
+  if (min_leaf < 1) throw std::invalid_argument(fmt::format("kd-tree leaf plan: minimum leaf size {} < 1", min_leaf));
+  LeafPlan p;
+  p.n = n;
+  while (p.leaves * 2 * min_leaf <= n) {
+    p.leaves *= 2;
+    ++p.levels;
+  }
+  p.leaf_size = (n + p.leaves - 1) / p.leaves;
+  return p;
+}
+
+}  // namespace knn::kd

@@ -1,0 +1,36 @@
+#pragma once
+// v18's search over references sharded across MPI ranks (each rank holds rows
+// [p.shard_begin, p.shard_begin + p.local_n()) of the n references):
+//  1. local search: each rank answers every query over its shard alone (the engine it is given);
+//  2. merge: the partial top-k lists of query block b (the queries split in one block per rank)
+//     are merged on rank b by an MPI_Reduce whose operator merges two sorted (distance, index)
+//     rows; in a self-join the queries are the shards, so block b is rank b's shard, broadcast by
+//     rank b before the ranks search it (no rank ever holds more than its shard and one block);
+//  3. gather: rank 0 gathers the merged blocks (MPI_Gatherv) into the answer.
+// Phases: local (the local searches), wait (for the slowest rank, after each local search: load
+// imbalance), merge (the reductions, and a self-join's block broadcasts), gather.
+// A rank whose local search throws does not leave the others waiting: after each local search the
+// ranks agree on success, and all throw "rank R: reason" together. A rank that stops answering
+// (dead, hung) makes the others abort the job after KNN_MPI_TIMEOUT_S seconds (default 300).
+#include <functional>
+#include <string>
+
+#include "core/problem.hpp"
+#include "core/registry.hpp"
+
+namespace knn::sharded {
+
+// Answers `sub` (a block of queries over this rank's shard; indices local to the shard) into out.
+using LocalSearch = std::function<void(const Problem& sub, Neighbors out)>;
+
+// The CPU engine: v0's row (core/topk.hpp) for each query, the queries spread over OpenMP threads.
+void cpu_search(const Problem& sub, Neighbors out);
+
+// The whole query on this rank; rank 0's `out` receives the answer. `engine` names the local
+// engine in ctx.path. With one rank (ctx.env.ranks == 1) it is the local search alone.
+void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& search, const std::string& engine);
+
+// Whether this build can run it: "built without MPI" otherwise.
+bool built_with_mpi();
+
+}  // namespace knn::sharded

@@ -1,0 +1,147 @@
+// The HDF5 reader: one 2-D floating-point dataset of a file, as ann-benchmarks writes them
+// ("train", "test"; "neighbors" is their ground truth). libhdf5 reads the file; without it (a
+// build that did not find it) every HDF5 path is refused with "built without HDF5".
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <vector>
+
+#include "datafile_detail.hpp"
+
+#if KNN_HAVE_HDF5
+#include <hdf5.h>
+#endif
+
+namespace knn {
+namespace datafile_detail {
+
+#if KNN_HAVE_HDF5
+namespace {
+
+// An hid_t closed by its own function when the scope ends.
+struct Hid {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~Hid() {
+    if (id >= 0) close(id);
+  }
+};
+
+std::uint64_t size_on_disk(const std::string& file) {
+  struct stat st {};
+  return ::stat(file.c_str(), &st) == 0 ? std::uint64_t(st.st_size) : 0;
+}
+
+hid_t open_file(const DataFileInfo& info) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // problems come back as return values, not printed stacks
+  struct stat st {};
+  if (::stat(info.file.c_str(), &st) != 0) refuse(info.path, "no such file: expected an HDF5 data file");
+  if (!S_ISREG(st.st_mode)) refuse(info.path, "not a regular file: expected an HDF5 data file");
+  if (H5Fis_hdf5(info.file.c_str()) <= 0)
+    refuse(info.path, "not an HDF5 file (no HDF5 signature found): expected an HDF5 data file");
+  const hid_t f = H5Fopen(info.file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (f < 0) refuse(info.path, "HDF5 cannot open the file: it is truncated or corrupt");
+  return f;
+}
+
+// The dataset's shape (rows, cols); a missing dataset, one that is not 2-D or not floating point is refused.
+DataFileInfo shape_of(hid_t file, DataFileInfo info, bool floats) {
+  if (H5Lexists(file, info.dataset.c_str(), H5P_DEFAULT) <= 0)
+    refuse(info.path, fmt::format("no dataset \"{}\" in the file: expected e.g. train, test (ann-benchmarks' names)", shown(info.dataset, 60)));
+  const Hid d{H5Dopen2(file, info.dataset.c_str(), H5P_DEFAULT), H5Dclose};
+  if (d.id < 0) refuse(info.path, fmt::format("\"{}\" is not a dataset", shown(info.dataset, 60)));
+  const Hid type{H5Dget_type(d.id), H5Tclose};
+  const H5T_class_t cls = H5Tget_class(type.id);
+  if (floats && cls != H5T_FLOAT)
+    refuse(info.path, fmt::format("dataset \"{}\" holds {}: expected floating-point values", info.dataset, cls == H5T_INTEGER ? "integers" : "non-numbers"));
+  if (!floats && cls != H5T_INTEGER) refuse(info.path, fmt::format("dataset \"{}\" does not hold integers: expected neighbour indices", info.dataset));
+  const Hid space{H5Dget_space(d.id), H5Sclose};
+  const int rank = H5Sget_simple_extent_ndims(space.id);
+  if (rank != 2) refuse(info.path, fmt::format("dataset \"{}\" is {}-D: expected 2-D (rows, k)", info.dataset, rank));
+  hsize_t dims[2] = {0, 0};
+  H5Sget_simple_extent_dims(space.id, dims, nullptr);
+  if (dims[0] == 0) refuse(info.path, fmt::format("dataset \"{}\" has 0 rows: expected at least one", info.dataset));
+  info.rows = dims[0];
+  info.cols = dims[1];
+  return info;
+}
+
+void read_all(const DataFileInfo& info, hid_t file, hid_t mem_type, void* out) {
+  const Hid d{H5Dopen2(file, info.dataset.c_str(), H5P_DEFAULT), H5Dclose};
+  if (d.id < 0 || H5Dread(d.id, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0)
+    refuse(info.path, fmt::format("HDF5 cannot read dataset \"{}\": the file is truncated or corrupt", info.dataset));
+}
+
+}  // namespace
+
+DataFileInfo inspect_hdf5(DataFileInfo info) {
+  const Hid f{open_file(info), H5Fclose};
+  info = shape_of(f.id, info, true);
+  info.file_bytes = size_on_disk(info.file);
+  return info;
+}
+
+void read_hdf5(const DataFileInfo& info, float* out) {
+  const Hid f{open_file(info), H5Fclose};
+  const DataFileInfo now = shape_of(f.id, info, true);
+  if (now.rows != info.rows || now.cols != info.cols || size_on_disk(info.file) != info.file_bytes)
+    refuse(info.path, "the file changed since the matrix was loaded");
+  read_all(info, f.id, H5T_NATIVE_FLOAT, out);  // HDF5 converts float64 and big-endian data
+  const std::uint64_t count = info.rows * info.cols;
+  const std::size_t bad = first_non_finite(out, std::size_t(count));
+  if (bad < count)
+    refuse(info.path, fmt::format("{} in dataset \"{}\" (row {}, coordinate {}): expected finite values", non_finite_name(out[bad]), info.dataset,
+                                  bad / info.cols, bad % info.cols));
+}
+
+}  // namespace datafile_detail
+
+bool built_with_hdf5() { return true; }
+
+namespace datafile_detail {
+bool read_hdf5_neighbors(const std::string& queries_path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out,
+                         std::string& why) {
+  DataFileInfo info;
+  info.file = data_file_on_disk(queries_path);
+  info.path = info.file + ":neighbors";
+  info.dataset = "neighbors";
+  const Hid f{open_file(info), H5Fclose};
+  if (H5Lexists(f.id, "neighbors", H5P_DEFAULT) <= 0) {
+    why = "no \"neighbors\" dataset in " + info.file;
+    return false;
+  }
+  info = shape_of(f.id, info, false);
+  if (info.rows != m) refuse(info.path, fmt::format("{} rows: expected one per query, m = {}", info.rows, m));
+  if (info.cols < std::uint64_t(topk)) {
+    why = fmt::format("\"neighbors\" in {} has {} columns, fewer than topk = {}", info.file, info.cols, topk);
+    return false;
+  }
+  std::vector<std::int32_t> all(info.rows * info.cols);
+  read_all(info, f.id, H5T_NATIVE_INT32, all.data());
+  first_columns(info.path, all, info.cols, m, n, topk, out);
+  return true;
+}
+}  // namespace datafile_detail
+
+#else  // built without HDF5
+
+[[noreturn]] void no_hdf5(const std::string& path) {
+  refuse(path, "knnbench was built without HDF5 (install libhdf5-dev and build again): cannot read HDF5 files");
+}
+DataFileInfo inspect_hdf5(DataFileInfo info) { no_hdf5(info.path); }
+void read_hdf5(const DataFileInfo& info, float*) { no_hdf5(info.path); }
+
+}  // namespace datafile_detail
+
+bool built_with_hdf5() { return false; }
+
+namespace datafile_detail {
+bool read_hdf5_neighbors(const std::string& queries_path, std::uint64_t, std::uint64_t, int, std::vector<std::int32_t>&, std::string&) {
+  no_hdf5(queries_path);
+}
+}  // namespace datafile_detail
+
+#endif
+
+}  // namespace knn

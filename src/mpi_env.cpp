@@ -1,0 +1,124 @@
+#include "mpi_env.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#if KNN_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace knn {
+namespace {
+MpiWorld g_world;
+
+#if KNN_HAVE_MPI
+// The harness's own communicator: its collective calls never meet a version's messages.
+MPI_Comm g_comm = MPI_COMM_NULL;
+#endif
+
+bool started_by_launcher() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(var) != nullptr) return true;
+  return false;
+}
+}  // namespace
+
+bool mpi_built() { return KNN_HAVE_MPI != 0; }
+const MpiWorld& mpi_world() { return g_world; }
+
+#if KNN_HAVE_MPI
+MpiSession::MpiSession(int* argc, char*** argv) {
+  if (!started_by_launcher()) return;
+  int provided = 0;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);  // OpenMP threads never call MPI
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  g_world.active = true;
+  MPI_Comm_rank(g_comm, &g_world.rank);
+  MPI_Comm_size(g_comm, &g_world.size);
+  MPI_Comm host;
+  MPI_Comm_split_type(g_comm, MPI_COMM_TYPE_SHARED, g_world.rank, MPI_INFO_NULL, &host);
+  MPI_Comm_rank(host, &g_world.local_rank);
+  MPI_Comm_free(&host);
+}
+
+MpiSession::~MpiSession() {
+  if (!g_world.active) return;
+  MPI_Comm_free(&g_comm);
+  MPI_Finalize();
+}
+
+void mpi_abort_all(int code) {
+  if (g_world.active && g_world.many()) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+double mpi_root_value(double value) {
+  if (g_world.many()) MPI_Bcast(&value, 1, MPI_DOUBLE, 0, g_comm);
+  return value;
+}
+
+bool mpi_any(bool flag) {
+  int v = flag ? 1 : 0, any = v;
+  if (g_world.many()) MPI_Allreduce(&v, &any, 1, MPI_INT, MPI_MAX, g_comm);
+  return any != 0;
+}
+
+std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mine) {
+  if (!g_world.many()) return mine;
+  int first = mine ? g_world.rank : g_world.size, lowest = first;
+  MPI_Allreduce(&first, &lowest, 1, MPI_INT, MPI_MIN, g_comm);
+  if (lowest == g_world.size) return std::nullopt;
+  int length = lowest == g_world.rank ? int(mine->size()) : 0;
+  MPI_Bcast(&length, 1, MPI_INT, lowest, g_comm);
+  std::string text = lowest == g_world.rank ? *mine : std::string(std::size_t(length), ' ');
+  MPI_Bcast(text.data(), length, MPI_CHAR, lowest, g_comm);
+  return fmt::format("rank {}: {}", lowest, text);
+}
+
+void mpi_wait_all() {
+  if (!g_world.many()) return;
+  MPI_Request request;
+  MPI_Ibarrier(g_comm, &request);
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+std::vector<RankPlace> mpi_gather_places(const std::string& host, const std::string& gpu) {
+  if (!g_world.active) return {};
+  const std::string mine = host + '\n' + gpu;
+  int length = int(mine.size());
+  std::vector<int> lengths(g_world.size), offsets(g_world.size);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, g_comm);
+  int total = 0;
+  for (int r = 0; r < g_world.size; ++r) offsets[r] = total, total += lengths[r];
+  std::string all(g_world.root() ? std::size_t(total) : 0, ' ');
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, g_comm);
+  std::vector<RankPlace> places;
+  if (!g_world.root()) return places;
+  for (int r = 0; r < g_world.size; ++r) {
+    const std::string one = all.substr(std::size_t(offsets[r]), std::size_t(lengths[r]));
+    const std::size_t cut = one.find('\n');
+    places.push_back(RankPlace{r, one.substr(0, cut), one.substr(cut + 1)});
+  }
+  return places;
+}
+#else
+MpiSession::MpiSession(int*, char***) {
+  if (started_by_launcher())
+    fmt::print(stderr, "knnbench: warning: started by an MPI launcher, but built without MPI: every process runs alone\n");
+}
+MpiSession::~MpiSession() = default;
+void mpi_abort_all(int) {}
+double mpi_root_value(double value) { return value; }
+bool mpi_any(bool flag) { return flag; }
+std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mine) { return mine; }
+void mpi_wait_all() {}
+std::vector<RankPlace> mpi_gather_places(const std::string&, const std::string&) { return {}; }
+#endif
+
+}  // namespace knn

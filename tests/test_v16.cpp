@@ -1,0 +1,242 @@
+// v16 (kd-tree built and searched on the GPU) against v0's loop, row for row: one point, n at a leaf
+// size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
+// 33, topk 1..64, self-joins; each under several knob settings (KNN_V16_LEAF, KNN_V16_TEST,
+// KNN_V16_SORT, KNN_V16_FINAL, KNN_V16_STAGE_KIB), so the box and the median test, sorted and unsorted
+// waves, leaves staged in shared memory or read from global memory and the run-to-the-end kernel all
+// answer. The leaf plan's padding rule runs on the
+// CPU. GPU tests (Gpu*) skip with a message where no CUDA device exists.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "core/topk.hpp"
+#include "data.hpp"
+#include "devices.hpp"
+#include "kernels/common/kd_leaves.hpp"
+#include "test_support.hpp"
+
+using namespace knn;
+
+namespace {
+
+const DeviceDiscovery& discovery() {
+  static const DeviceDiscovery d = discover_devices();
+  return d;
+}
+
+// The knob settings a case runs under (empty: the variable unset).
+struct Knobs {
+  std::string name, leaf, test, sort, final_steps, stage;
+};
+
+const std::vector<Knobs>& knob_settings() {
+  static const std::vector<Knobs> k = {
+      {"defaults", "", "", "", ""},
+      {"leaf4", "4", "", "", ""},
+      {"leaf8_nofinal", "8", "", "", "0"},
+      {"leaf16_median", "16", "median", "", ""},
+      {"leaf64_baseline", "64", "median", "0", "0"},
+      {"leaf32_unsorted_box", "32", "box", "0", "0"},
+      {"leaf16_staged", "16", "", "", "", "24"},
+      {"staged_nofinal", "", "", "", "0", "48"},
+  };
+  return k;
+}
+
+struct ScopedKnobs {
+  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage;
+  explicit ScopedKnobs(const Knobs& k)
+      : leaf("KNN_V16_LEAF", k.leaf), test("KNN_V16_TEST", k.test), sort("KNN_V16_SORT", k.sort),
+        final_steps("KNN_V16_FINAL", k.final_steps), stage("KNN_V16_STAGE_KIB", k.stage) {}
+};
+
+struct V16Case {
+  std::string name;
+  int dim, m, n, topk;
+  bool self_join = false;
+  Distribution dist = Distribution::uniform;
+  std::uint32_t integer_max = kDefaultIntegerMax;
+  bool identical = false;
+};
+
+void PrintTo(const V16Case& c, std::ostream* os) { *os << c.name; }
+
+std::vector<V16Case> v16_cases() {
+  std::vector<V16Case> out = {
+      {"one_point", 3, 1, 1, 1},
+      {"one_point_topk3", 3, 1, 1, 3},
+      {"self_one_point", 3, 1, 1, 2, true},
+      {"identical", 3, 50, 77, 10, false, Distribution::uniform, kDefaultIntegerMax, true},
+      {"self_identical", 2, 300, 300, 32, true, Distribution::uniform, kDefaultIntegerMax, true},
+      {"m_small", 3, 3, 5000, 8},
+      {"m_large", 3, 20000, 50, 4},
+      {"topk_n", 3, 70, 40, 40},
+      {"self_topk_n", 3, 40, 40, 39, true},
+      {"topk_over_n", 3, 7, 5, 8},
+      {"clusters", 3, 3000, 20000, 16, false, Distribution::clusters},
+      {"clusters_k16", 16, 500, 20000, 5, false, Distribution::clusters},
+      {"duplicates", 3, 1000, 5000, 8, false, Distribution::duplicates},
+      {"ties_k3", 3, 1000, 1000, 33, false, Distribution::integers, 4},
+      {"self_ties_k8", 8, 777, 777, 5, true, Distribution::integers, 2},
+      {"self_uniform", 2, 8192, 8192, 32, true},
+      {"self_integers_k5", 5, 4000, 4000, 5, true, Distribution::integers, 100},
+  };
+  for (int n : {3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 511, 513})
+    out.push_back({fmt::format("n{}", n), 3, 300, n, 8});
+  for (int topk : {1, 2, 5, 16, 31, 32, 33, 63, 64}) out.push_back({fmt::format("topk{}", topk), 3, 500, 3000, topk});
+  for (int dim = 1; dim <= 16; ++dim) {
+    out.push_back({fmt::format("k{}_uniform", dim), dim, 700, 3000, 5});
+    out.push_back({fmt::format("k{}_ties", dim), dim, 700, 3000, 7, false, Distribution::integers, 10});
+  }
+  for (int dim : {20, 33}) out.push_back({fmt::format("k{}_uniform", dim), dim, 500, 3000, 5});
+  return out;
+}
+
+// Runs v16 on the case and checks every row against v0's loop: distances bit for bit and the same
+// indices. Returns ctx.path.
+std::string check_against_v0(const V16Case& c) {
+  const auto& disc = discovery();
+  const VersionDesc* v = Registry::instance().find("v16");
+  EXPECT_NE(v, nullptr) << "v16 is not registered in a build that found a CUDA device";
+  if (v == nullptr) return {};
+  std::vector<float> refs(std::size_t(c.n) * c.dim, 0.375f), queries;
+  const std::uint64_t seed = 1600 + std::uint64_t(c.n) * 7 + std::uint64_t(c.dim);
+  if (!c.identical) generate_points(c.dist, seed, PointSet::references, c.dim, std::size_t(c.n), refs.data(), c.integer_max);
+  if (!c.self_join) {
+    queries.assign(std::size_t(c.m) * c.dim, 0.375f);
+    if (!c.identical)
+      generate_points(c.dist, seed, PointSet::queries, c.dim, std::size_t(c.m), queries.data(), c.integer_max);
+  }
+  const Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
+  Environment env;
+  env.devices = {disc.devices[0]};
+  if (const auto reason = v->supports(p, env)) {
+    ADD_FAILURE() << "v16 skipped " << c.name << ": " << *reason;
+    return {};
+  }
+  std::vector<std::int32_t> want_i(p.result_slots()), got_i(p.result_slots(), -7);
+  std::vector<float> want_d(p.result_slots()), got_d(p.result_slots(), -1.f);
+  for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
+  TimingSink timing;
+  RunContext ctx{timing, env, {}, {}};
+  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
+  for (const char* phase : {"h2d", "build_tree", "search", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
+  for (std::size_t at = 0; at < p.result_slots(); ++at) {
+    EXPECT_EQ(got_d[at], want_d[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk << "\n" << ctx.path;
+    EXPECT_EQ(got_i[at], want_i[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;
+    if (got_d[at] != want_d[at] || got_i[at] != want_i[at]) break;
+  }
+  return ctx.path;
+}
+
+class GpuV16 : public ::testing::TestWithParam<std::tuple<V16Case, Knobs>> {};
+
+TEST_P(GpuV16, MatchesV0RowForRow) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const auto& [c, knobs] = GetParam();
+  const ScopedKnobs set(knobs);
+  const std::string path = check_against_v0(c);
+  if (!knobs.leaf.empty()) EXPECT_NE(path.find("KNN_V16_LEAF=" + knobs.leaf), std::string::npos) << path;
+  EXPECT_NE(path.find(knobs.test == "median" ? "median test" : "box test"), std::string::npos) << path;
+  EXPECT_NE(path.find(knobs.sort == "0" ? "unsorted" : "sorted by leaf"), std::string::npos) << path;
+  EXPECT_NE(path.find(knobs.final_steps == "0" ? "final steps off" : "final steps on"), std::string::npos) << path;
+  if (!knobs.stage.empty()) EXPECT_NE(path.find("KNN_V16_STAGE_KIB=" + knobs.stage), std::string::npos) << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16_cases()), ::testing::ValuesIn(knob_settings())),
+                         [](const ::testing::TestParamInfo<std::tuple<V16Case, Knobs>>& i) {
+                           return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param).name);
+                         });
+
+// The thesis's problem shape, small, through the runner's own measurement and validation.
+TEST(GpuV16Harness, PassesTheRunnersValidation) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const VersionDesc* v = Registry::instance().find("v16");
+  ASSERT_NE(v, nullptr);
+  knn::testing::Dataset d(9, 65536, 65536, 5, Distribution::uniform, 450);
+  Environment env;
+  env.devices = {disc.devices[0]};
+  const Result r = knn::testing::run_once(*v, d, env);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+}
+
+// The padding rule: a power of two of leaves, leaves of at least min_leaf rows (all n rows when
+// n < min_leaf), fewer padding rows than leaves, and no room for twice the leaves.
+TEST(V16LeafPlan, PowerOfTwoLeavesAndLessPaddingThanLeaves) {
+  for (std::int64_t min_leaf : {1, 2, 3, 4, 64, 100, 256, 512}) {
+    std::vector<std::int64_t> sizes = {1, 2, 3, 5, 1000, 65535, 65536, 65537, 200064, 1 << 20, (1 << 20) + 1, 2147483647};
+    for (std::int64_t f : {min_leaf - 1, min_leaf, min_leaf + 1, 2 * min_leaf - 1, 2 * min_leaf, 2 * min_leaf + 1})
+      if (f >= 1) sizes.push_back(f);
+    for (std::int64_t n : sizes) {
+      const kd::LeafPlan p = kd::plan_leaves(n, min_leaf);
+      const std::string what = fmt::format("n {} min_leaf {}", n, min_leaf);
+      EXPECT_EQ(p.n, n) << what;
+      EXPECT_EQ(p.leaves, std::int64_t(1) << p.levels) << what;
+      EXPECT_GE(p.padded(), n) << what;
+      EXPECT_LT(p.padding(), p.leaves) << what;
+      EXPECT_EQ(p.nodes(), 2 * p.leaves - 1) << what;
+      if (n >= min_leaf) {
+        EXPECT_GE(p.leaf_size, min_leaf) << what;
+        EXPECT_GT(2 * p.leaves * min_leaf, n) << what;  // the most leaves the rule allows
+      } else {
+        EXPECT_EQ(p.leaves, 1) << what;
+        EXPECT_EQ(p.leaf_size, n) << what;
+      }
+    }
+  }
+  EXPECT_THROW(kd::plan_leaves(0, 256), std::invalid_argument);
+  EXPECT_THROW(kd::plan_leaves(10, 0), std::invalid_argument);
+  const kd::LeafPlan thesis = kd::plan_leaves(1 << 20, 256);
+  EXPECT_EQ(thesis.leaves, 4096);
+  EXPECT_EQ(thesis.leaf_size, 256);
+  EXPECT_EQ(thesis.padding(), 0);
+  const kd::LeafPlan one_more = kd::plan_leaves((1 << 20) + 1, 256);
+  EXPECT_EQ(one_more.leaves, 4096);
+  EXPECT_EQ(one_more.leaf_size, 257);
+  EXPECT_EQ(one_more.padding(), 4095);
+}
+
+TEST(V16Supports, KnobsAndLimits) {
+  const VersionDesc* v = Registry::instance().find("v16");
+  if (v == nullptr) GTEST_SKIP() << "v16 is built only with CUDA: not registered in this build";
+  EXPECT_TRUE(v->self_join);
+  std::vector<float> points(3 * 100, 0.5f);
+  Problem p{3, 100, 100, 5, points.data(), points.data()};
+  Environment env;
+  EXPECT_EQ(v->supports(p, env).value_or(""), "no CUDA device");
+  DeviceInfo fake;
+  fake.ordinal = 0;
+  fake.shared_per_block_optin = 227 * 1024;
+  env.devices = {fake};
+  EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
+  for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"KNN_V16_LEAF", "0"}, {"KNN_V16_LEAF", "x"}, {"KNN_V16_LEAF", "9000"}, {"KNN_V16_SORT", "2"},
+           {"KNN_V16_FINAL", "yes"}, {"KNN_V16_TEST", "plane"}, {"KNN_V16_STAGE_KIB", "161"}}) {
+    const knn::testing::ScopedEnv forced(name, bad);
+    const auto reason = v->supports(p, env);
+    ASSERT_TRUE(reason.has_value()) << name << "=" << bad;
+    EXPECT_NE(reason->find(fmt::format("{} = '{}'", name, bad)), std::string::npos) << *reason;
+  }
+  p.topk = 64;
+  EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
+  p.topk = 65;
+  EXPECT_NE(v->supports(p, env).value_or("").find("topk 65 over v16's limit of 64"), std::string::npos);
+  p.topk = 5;
+  p.dim = 129;
+  EXPECT_NE(v->supports(p, env).value_or("").find("k = 129 over v16's limit of 128"), std::string::npos);
+  p.dim = 3;
+  p.n = 0;
+  EXPECT_NE(v->supports(p, env).value_or("").find("at least one point"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,44 @@
+// Test-only version, linked into knnbench-testbin and never into knnbench: v18's sharded search
+// with the CPU engine, whose local search throws on the rank named by KNN_T20_FAIL_RANK. Tests
+// that a failing rank makes the result "fail" with the rank and the reason, every rank goes on to
+// the next version, and nothing hangs.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "core/registry.hpp"
+#include "kernels/common/sharded_search.hpp"
+
+namespace {
+
+void failing_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
+  const char* fail = std::getenv("KNN_T20_FAIL_RANK");
+  const int failing = fail ? std::atoi(fail) : -1;
+  const auto search = [&](const knn::Problem& sub, knn::Neighbors part) {
+    if (ctx.env.rank == failing) throw std::runtime_error(fmt::format("injected failure (KNN_T20_FAIL_RANK={})", failing));
+    knn::sharded::cpu_search(sub, part);
+  };
+  knn::sharded::query(p, out, ctx, search, "v0's loop");
+}
+
+knn::VersionDesc describe() {
+  knn::VersionDesc d;
+  d.id = "t20";
+  d.title = "test only: v18's sharded search (CPU) failing on the rank KNN_T20_FAIL_RANK names";
+  d.family = knn::Family::cpu;
+  d.self_join = true;
+  d.shards_references = true;
+  d.supports = [](const knn::Problem&, const knn::Environment&) -> std::optional<std::string> {
+    if (!knn::sharded::built_with_mpi()) return std::string("built without MPI");
+    return std::nullopt;
+  };
+  d.make = knn::query_only(failing_query);
+  return d;
+}
+
+}  // namespace
+
+KNN_REGISTER_VERSION(describe());
