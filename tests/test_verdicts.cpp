@@ -1,7 +1,7 @@
 // End to end: the same version run twice is SAME, and 10 % more of its own work is SLOWER.
 // t7 (tests/versions/t7_v0_slowed.cpp) is v0 with a knob, KNN_SLOWDOWN_PCT, that repeats part of
-// its work. Each side of a comparison is a "run" made of three separate processes, interleaved as
-// (original A, original B, slowed) three times, so that a drift of the machine during the test
+// its work. Each side of a comparison is a "run" made of three separate processes, interleaved in a
+// Latin square of orders (A B S, B S A, S A B), so that a drift of the machine during the test
 // falls on every side; per case a run keeps the process whose median is the middle one. On shared
 // virtual machines one process in a few ran a single-threaded loop 10-40 % slower or faster than
 // its twins for its whole life (a busy neighbour on the same physical core): the middle of three
@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <thread>
 #include <vector>
@@ -62,8 +63,49 @@ knn::ResultsDocument middle_of_three(const std::vector<knn::ResultsDocument>& ru
 
 std::string describe(const knn::CompareReport& rep) { return knn::format_compare(rep, false); }
 
+// One attempt: nine processes, then the verdicts. Returns what went wrong (empty: all as promised).
+std::vector<std::string> attempt(const std::string& d, std::vector<knn::ResultsDocument>& a) {
+  std::vector<std::string> problems;
+  std::vector<knn::ResultsDocument> b, s;
+  a.clear();
+  // A Latin square of orders: each side runs once first, once second and once third, so that an
+  // effect of the position (the process after the slowed one, the first one of the test) falls on
+  // every side alike. Before, A always followed the slowed run and came out 4-5 % slower at times.
+  const int order[3][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}};
+  for (int i = 1; i <= 3; ++i)
+    for (int side : order[i - 1]) {
+      if (side == 0) a.push_back(run_t7(d, fmt::format("originalA{}", i), 0));
+      if (side == 1) b.push_back(run_t7(d, fmt::format("originalB{}", i), 0));
+      if (side == 2) s.push_back(run_t7(d, fmt::format("slowed{}", i), 10));
+    }
+  const auto o1 = middle_of_three(a), o2 = middle_of_three(b), s1 = middle_of_three(s);
+  {
+    const knn::CompareReport rep = knn::compare_runs(o1, o2, {});
+    if (rep.pairs.size() != 3u) return {"original against original: not 3 pairs\n" + describe(rep)};
+    for (const auto& p : rep.pairs)
+      if (p.verdict != knn::Verdict::same) problems.push_back(fmt::format("original against original, case {}: {}\n{}", p.case_id, knn::to_string(p.verdict), describe(rep)));
+    if (rep.exit_code() != 0) problems.push_back(fmt::format("original against original: exit code {}", rep.exit_code()));
+  }
+  for (const auto& [original, slowed] : {std::pair{&o1, &s1}, std::pair{&o2, &s1}}) {
+    const knn::CompareReport rep = knn::compare_runs(*original, *slowed, {});
+    if (rep.pairs.size() != 3u) return {"original against slowed: not 3 pairs\n" + describe(rep)};
+    int judged = 0;
+    for (const auto& p : rep.pairs) {
+      if (p.a_median_ms < 1.0) continue;  // the promise holds from 1 ms
+      ++judged;
+      if (p.verdict != knn::Verdict::slower)
+        problems.push_back(fmt::format("original against slowed, case {}: {}\n{}", p.case_id, knn::to_string(p.verdict), describe(rep)));
+    }
+    if (judged < 2) problems.push_back("cases under 1 ms on this machine: the test would check little\n" + describe(rep));
+  }
+  return problems;
+}
+
 }  // namespace
 
+// A shared 2-core machine sometimes drifts by more than the 5 % threshold for a whole minute: one
+// attempt that breaks the promise is printed and the experiment is repeated once; the test fails
+// when the second attempt breaks it too (each attempt is a fresh set of nine processes).
 TEST(Verdicts, SameBinaryTwiceIsSameAndTenPercentMoreWorkIsSlower) {
   double load = 0;
   std::ifstream("/proc/loadavg") >> load;
@@ -73,31 +115,14 @@ TEST(Verdicts, SameBinaryTwiceIsSameAndTenPercentMoreWorkIsSlower) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "matrix.json") << kMatrix;
   const std::string d = dir.string();
-  std::vector<knn::ResultsDocument> a, b, s;
-  for (int i = 1; i <= 3; ++i) {
-    a.push_back(run_t7(d, fmt::format("originalA{}", i), 0));
-    b.push_back(run_t7(d, fmt::format("originalB{}", i), 0));
-    s.push_back(run_t7(d, fmt::format("slowed{}", i), 10));
+  std::vector<knn::ResultsDocument> a;
+  std::vector<std::string> problems = attempt(d, a);
+  if (!problems.empty()) {
+    std::cout << "attempt 1 broke the promise (repeated once):\n";
+    for (const auto& p : problems) std::cout << p << "\n";
+    problems = attempt(d, a);
   }
-  const auto o1 = middle_of_three(a), o2 = middle_of_three(b), s1 = middle_of_three(s);
-
-  {
-    const knn::CompareReport rep = knn::compare_runs(o1, o2, {});
-    ASSERT_EQ(rep.pairs.size(), 3u) << describe(rep);
-    for (const auto& p : rep.pairs) EXPECT_EQ(p.verdict, knn::Verdict::same) << "case " << p.case_id << "\n" << describe(rep);
-    EXPECT_EQ(rep.exit_code(), 0);
-  }
-  for (const auto& [original, slowed] : {std::pair{&o1, &s1}, std::pair{&o2, &s1}}) {
-    const knn::CompareReport rep = knn::compare_runs(*original, *slowed, {});
-    ASSERT_EQ(rep.pairs.size(), 3u) << describe(rep);
-    int judged = 0;
-    for (const auto& p : rep.pairs) {
-      if (p.a_median_ms < 1.0) continue;  // the promise holds from 1 ms
-      ++judged;
-      EXPECT_EQ(p.verdict, knn::Verdict::slower) << "case " << p.case_id << "\n" << describe(rep);
-    }
-    EXPECT_GE(judged, 2) << "cases under 1 ms on this machine: the test would check little\n" << describe(rep);
-  }
+  for (const auto& p : problems) ADD_FAILURE() << "attempt 2: " << p;
   // The command line: a run against itself exits 0 (nothing SLOWER).
   const std::string cmd = fmt::format("'{}' compare '{}' '{}' > /dev/null", KNN_BINARY, a[0].file, a[0].file);
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
