@@ -22,20 +22,19 @@ def main():
     ap.add_argument("-o", "--output", required=True, help="image to write: .png, .svg or .pdf")
     ap.add_argument("--title", default=None, help="plot title (default: the cases' k, n and topk)")
     args = ap.parse_args()
-    docs = [plot.load(p) for p in args.results]
+    docs = [plot.Doc(p) for p in args.results]
     lines = {}  # version -> {m: median ms}
     shapes = set()
     for doc in docs:
-        for r in doc["results"]:
-            ms = plot.median_ms(r)
-            if ms is None:
+        for r in doc.results:
+            if r.median is None:  # skipped or failed: left out of its line, never drawn as zero
                 continue
-            c = r["case"]
-            lines.setdefault(r["version"], {})[c["m"]] = ms
+            c = r.case
+            lines.setdefault(r.version, {})[c["m"]] = r.median
             shapes.add((c.get("k"), c.get("n"), c.get("topk"), c.get("distribution")))
     if not lines:
         plot.fail("no passing results to plot")
-    plt, _, _ = plot.import_matplotlib()
+    plt = plot.import_matplotlib()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for version in sorted(lines, key=plot.version_key):
         points = sorted(lines[version].items())
@@ -48,7 +47,7 @@ def main():
     ax.set_title(args.title or shape, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.text(0.01, 0.01, plot.machine_title(docs[0]), fontsize=6)
+    fig.text(0.01, 0.01, docs[-1].title(), fontsize=6)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(args.output, dpi=120)
     return 0

@@ -149,6 +149,15 @@ expect_usage_error "--highlight v99" "$res/default.json" -o "$tmp/x.png" --highl
 expect_usage_error "needs --highlight" "$res/default.json" -o "$tmp/x.png" --only vs-floor
 expect_usage_error "--only nonsense" "$res/default.json" -o "$tmp/x.png" --only nonsense
 
+# scripts/plot_sweep.py (it reads results through plot.py's loader): one line per version of the
+# committed v17 sweep files, the later file's result winning for a version that both hold.
+v17=$res/v17
+"$python" "$src/scripts/plot_sweep.py" "$v17/sweep.json" "$v17/v17-sweep-v0.json" "$v17/sweep-v15-v16.json" -o "$tmp/sweep.svg" >/dev/null ||
+  bad "plot_sweep.py exited $?"
+for label in v0 v14 v15 v16 v17 "m (queries)" "k=8 n=1000 topk=5 integers"; do
+  grep -qF -- ">$label<" "$tmp/sweep.svg" || bad "plot_sweep.py: the SVG lacks '$label'"
+done
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1
