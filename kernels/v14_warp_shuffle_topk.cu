@@ -343,16 +343,7 @@ void v14_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (p.m > 0) (qpt == 2 ? dispatch<2> : dispatch<1>)(p, queries, references.data(), indices.data(), distances.data(), stream);
   timer.end();
   // Straight into the harness's buffers (pinned when the run uses pinned host memory).
-  timer.begin("d2h");
-  if (p.result_slots() > 0) {
-    KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
-                                 cudaMemcpyDeviceToHost, stream));
-    KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
-                                 cudaMemcpyDeviceToHost, stream));
-  }
-  timer.end();
-  stream.synchronize();
-  timer.report(ctx.timing);
+  cuda::finish_with_answers(timer, p, indices.data(), distances.data(), out, stream, ctx.timing);
   ctx.path = fmt::format(
       "{}, {} quer{} per thread ({}), {} threads per block, heap lists of {} in {} bytes of shared memory per block",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), qpt,

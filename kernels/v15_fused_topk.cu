@@ -9,6 +9,8 @@
 // segmented sort otherwise (kernels/common/topk_merge.cu). Distances are Σ(q − r)² in fp32 with
 // fused multiply-adds: exact on integer data, within an ulp or two of v0's roundings otherwise.
 // Any k (1, 2, 3, 4, 5, 8, 16 compiled in; the others at run time), any m and n, self-joins.
+// Whole-number data in a span of 256 values with k ≥ 32 and m ≥ 32 take the exact int8
+// tensor-core path instead (kernels/common/exact_int8.hpp; KNN_V15_INT8=off|on|auto).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -24,6 +26,7 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "kernels/common/exact_int8.hpp"
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/fused_topk.hpp"
 #include "kernels/common/scan_plan.hpp"
@@ -113,6 +116,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   ctx.devices_used = {info.ordinal};
   if (p.m < 1 || p.n < 1) return;
   cuda::DeviceScope scope(info.ordinal);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, gpu::int8_mode_from_environment());
+  if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
   const List list = list_for(p.topk);
   const Kernel kernel = pick(p.dim, list);
   const int per_sm = cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(kernel), gpu::kScanBlock);
@@ -177,10 +182,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   else if (list == List::one)
     gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
   merged.record(copy);
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
-                               cudaMemcpyDeviceToHost, copy));
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
-                               cudaMemcpyDeviceToHost, copy));
+  cuda::download_answers(p, indices.data(), distances.data(), out, copy);
   done.record(copy);
   copy.synchronize();
 
@@ -203,9 +205,12 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
       chunks, chunks == 1 ? "" : "s", partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
+  if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
 }
 
 std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, gpu::int8_mode_from_environment());
+  if (int8.chosen) return gpu::int8_device_bytes(p, int8);
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
   const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count));

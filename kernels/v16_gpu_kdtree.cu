@@ -283,11 +283,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
 
   cuda::PhaseTimer timer(stream);
   timer.begin("h2d");
-  KNN_CUDA_TRY(cudaMemcpyAsync(references.data(), p.references, p.reference_floats() * sizeof(float),
-                               cudaMemcpyHostToDevice, stream));
-  if (!p.self_join)
-    KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
-                                 cudaMemcpyHostToDevice, stream));
+  cuda::upload_inputs(p, references.data(), own_queries.data(), stream);
   KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, sizeof(unsigned long long), stream));
   timer.end();
   timer.begin("build_tree");
@@ -344,10 +340,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     if (count > 0 && !(o.final_steps && o.sort)) partition();
   }
   timer.begin("d2h");
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
-                               cudaMemcpyDeviceToHost, stream));
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
-                               cudaMemcpyDeviceToHost, stream));
+  cuda::download_answers(p, indices.data(), distances.data(), out, stream);
   KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
   timer.end();
   stream.synchronize();

@@ -300,11 +300,7 @@ void v17_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
 
   cuda::PhaseTimer timer(stream);
   timer.begin("h2d");
-  KNN_CUDA_TRY(cudaMemcpyAsync(references.data(), p.references, p.reference_floats() * sizeof(float),
-                               cudaMemcpyHostToDevice, stream));
-  if (!p.self_join)
-    KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
-                                 cudaMemcpyHostToDevice, stream));
+  cuda::upload_inputs(p, references.data(), own_queries.data(), stream);
   KNN_CUDA_TRY(cudaMemsetAsync(overflow.data(), 0, sizeof(int), stream));
   timer.end();
   timer.begin("build_p");
@@ -324,10 +320,7 @@ void v17_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   dispatch(a, stream);
   timer.end();
   timer.begin("d2h");
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
-                               cudaMemcpyDeviceToHost, stream));
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
-                               cudaMemcpyDeviceToHost, stream));
+  cuda::download_answers(p, indices.data(), distances.data(), out, stream);
   KNN_CUDA_TRY(cudaMemcpyAsync(overflow_host.data(), overflow.data(), sizeof(int), cudaMemcpyDeviceToHost, stream));
   timer.end();
   stream.synchronize();

@@ -24,6 +24,10 @@
 #               KNN_SLOWDOWN_PCT % more references) on cases 8-11, once at 0 % and once at
 #               SLOWDOWN_PCT % (default 25: about +10 % of the whole call), then `compare`
 #                                                                  -> integrity/slowed-{0,N}.*, compare-slowed.txt
+#   int8        v15's exact int8 path: its GPU and CPU tests, then configs/int8-shapes.json with
+#               KNN_V15_INT8=off, auto and on                       -> int8/shapes-{off,auto,on}.*, tests.log;
+#               INT8_REAL=<matrix> adds cases 500 and 501 (Fashion-MNIST) of that matrix with v14
+#               and v15, every query validated                     -> int8/fmnist.*
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
@@ -47,7 +51,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -176,6 +180,25 @@ for step in "${steps[@]}"; do
       done
       "$bin" compare "$OUT/integrity/slowed-0.json" "$OUT/integrity/slowed-${SLOWDOWN_PCT:-25}.json" >"$OUT/integrity/compare-slowed.txt" 2>&1
       echo "compare slowed: exit $? (expected 1: the t8 rows are SLOWER; compare-slowed.txt counts them)" | tee -a "$OUT/gpu-check.log"
+      ;;
+    int8)
+      mkdir -p "$OUT/int8"
+      log "int8: v15's tests (GPU and CPU)"
+      "$BUILD_DIR/tests/knn_tests" --gtest_filter='GpuV15*:V15*' >"$OUT/int8/tests.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/int8/tests.log" | head -n 20
+      quick=(--min-samples 3 --max-time 2)
+      for mode in off auto on; do
+        log "int8: configs/int8-shapes.json, v15 with KNN_V15_INT8=$mode"
+        KNN_V15_INT8=$mode "$bin" --config configs/int8-shapes.json --version v15 "${quick[@]}" --json "$OUT/int8/shapes-$mode.json" \
+          --md "$OUT/int8/shapes-$mode.md" "${extra[@]}" >"$OUT/int8/shapes-$mode.log" 2>&1 || status=1
+        sed -n '/^Median wall time/,$p' "$OUT/int8/shapes-$mode.log"
+      done
+      if [ -n "${INT8_REAL:-}" ]; then
+        log "int8: cases 500 and 501 of $INT8_REAL with v14 and v15"
+        "$bin" --config "$INT8_REAL" --case 500,501 --version v14,v15 --json "$OUT/int8/fmnist.json" --md "$OUT/int8/fmnist.md" \
+          "${extra[@]}" >"$OUT/int8/fmnist.log" 2>&1 || status=1
+        sed -n '/^Median wall time/,$p' "$OUT/int8/fmnist.log"
+      fi
       ;;
     sanitize)
       if ! command -v compute-sanitizer >/dev/null 2>&1; then

@@ -298,7 +298,9 @@ int run_benchmark(const RunOptions& opts) {
     refuse_overflowing_distances(mx.file, c, query_points, references->data());
     base.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
     base.reference_checksum = to_hex(checksum(references->data(), rf));
-    const Problem p{c.dim, c.m, c.n, c.topk, query_points, references->data(), c.self_join};
+    Problem problem{c.dim, c.m, c.n, c.topk, query_points, references->data(), c.self_join};
+    problem.values = examine_values(query_points, qf, references->data(), rf);  // qf is 0 in a self-join
+    const Problem& p = problem;
     // --validate-queries (above) wins; else the case's own sample size (large cases), else every query.
 
     std::optional<Reference> reference;

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
+#include "kernels/common/exact_int8.hpp"
 #include "kernels/common/scan_plan.hpp"
 #include "test_support.hpp"
 
@@ -34,9 +37,15 @@ struct V15Case {
   Distribution dist;
   std::uint32_t integer_max;
   int checked_rows;  // 0: every query; otherwise about this many, spread over the queries
+  // The exact int8 path: KNN_V15_INT8 for the call ("" leaves it unset and the values unexamined,
+  // as the older cases run) and a constant added to every value (negative and large whole values).
+  std::string int8 = "";
+  float offset = 0.f;
   std::string name() const {
-    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
-                       dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string());
+    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
+                       dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
+                       int8.empty() ? std::string() : "_int8" + int8,
+                       offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))));
   }
 };
 
@@ -87,6 +96,38 @@ std::vector<V15Case> v15_cases() {
   return out;
 }
 
+V15Case int8_case(std::string mode, int dim, int m, int n, int topk, bool self_join = false,
+                  std::uint32_t integer_max = 256, float offset = 0.f, int checked_rows = 0) {
+  V15Case c = make(dim, m, n, topk, self_join, Distribution::integers, integer_max, checked_rows);
+  c.int8 = std::move(mode);
+  c.offset = offset;
+  return c;
+}
+
+// The exact int8 path (kernels/common/exact_int8.hpp), forced on at shapes the automatic rule
+// leaves to the scan (k = 1, m = 1, n = 1) and taken by the rule at Fashion-MNIST's k = 784:
+// bytes in [0, 255], few values full of ties, negative and large whole values, every topk class of
+// the selection, self-joins.
+std::vector<V15Case> int8_cases() {
+  std::vector<V15Case> out;
+  for (int topk : {1, 2, 10, 33, 100, 1024, 2048}) out.push_back(int8_case("on", 33, 100, 4097, topk));
+  for (int dim : {1, 7, 16, 128, 784})
+    for (int topk : {1, 10, 100}) out.push_back(int8_case("on", dim, 64, 3001, topk));
+  for (int m : {1, 7}) {
+    out.push_back(int8_case("on", 40, m, 1, 1));
+    out.push_back(int8_case("on", 40, m, 5, 8));
+    out.push_back(int8_case("on", 40, m, 65537, 100, false, 2));
+  }
+  out.push_back(int8_case("on", 3, 0, 1, 1, true));
+  out.push_back(int8_case("on", 33, 0, 2500, 33, true, 4));
+  out.push_back(int8_case("on", 128, 0, 4097, 10, true));
+  out.push_back(int8_case("on", 64, 50, 3000, 10, false, 256, -128.f));
+  out.push_back(int8_case("on", 64, 50, 3000, 10, false, 256, 1000.f));
+  out.push_back(int8_case("auto", 784, 64, 20000, 10, false, 256, 0.f, 16));
+  out.push_back(int8_case("auto", 784, 64, 20000, 100, true, 256, 0.f, 16));
+  return out;
+}
+
 struct Points {
   std::vector<float> queries, references;
   Problem problem;
@@ -97,9 +138,37 @@ struct Points {
       queries.resize(std::size_t(c.m) * c.dim);
       generate_points(c.dist, seed, PointSet::queries, c.dim, std::size_t(c.m), queries.data(), c.integer_max);
     }
+    if (c.offset != 0.f) {
+      for (float& v : references) v += c.offset;
+      for (float& v : queries) v += c.offset;
+    }
     problem = Problem{c.dim, c.m, c.n, c.topk, c.self_join ? references.data() : queries.data(), references.data(),
                       c.self_join};
+    if (!c.int8.empty()) problem.values = examine_values(queries.data(), queries.size(), references.data(), references.size());
   }
+};
+
+// Sets an environment variable for one scope ("" leaves it alone).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (value.empty()) return;
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+    set_ = true;
+  }
+  ~ScopedEnv() {
+    if (!set_) return;
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+  bool set_ = false;
 };
 
 // v15 sums with fused multiply-adds; v0 rounds every product. Equal on integer data, otherwise
@@ -134,10 +203,19 @@ std::string check_against_v0(const V15Case& c) {
   for (int q : rows) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
   TimingSink timing;
   RunContext ctx{timing, env, {}, {}};
-  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
-  for (const char* phase : {"h2d", "kernel", "merge", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
+  {
+    const ScopedEnv mode("KNN_V15_INT8", c.int8);
+    v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
+  }
+  const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
+  EXPECT_EQ(int8, !c.int8.empty()) << c.name() << ": the int8 path " << (int8 ? "ran" : "did not run") << ": " << ctx.path;
+  const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
+                           : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
+  for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
 
-  const bool exact = c.dist == Distribution::integers;
+  // v0 sums integer squares in float: exact while every distance stays below 2^24.
+  const double largest = double(c.integer_max - 1) * double(c.integer_max - 1) * c.dim;
+  const bool exact = c.dist == Distribution::integers && largest < 16777216.0;
   for (int q : rows) {
     std::set<std::int32_t> seen;
     for (int s = 0; s < p.topk; ++s) {
@@ -182,6 +260,29 @@ TEST_P(GpuV15, MatchesV0) {
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV15, ::testing::ValuesIn(v15_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuInt8, GpuV15, ::testing::ValuesIn(int8_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+
+// Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
+// int8 path, and the path line says why.
+TEST(GpuV15Int8, StaysOffWhereItWouldNotBeExact) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  V15Case wide = int8_case("on", 64, 50, 3000, 10, false, 257);
+  wide.int8 = "";  // checked below with the variable set by hand: the scan must run
+  const ScopedEnv on("KNN_V15_INT8", "on");
+  Points pts(wide);
+  pts.problem.values = examine_values(pts.queries.data(), pts.queries.size(), pts.references.data(), pts.references.size());
+  std::vector<std::int32_t> idx(pts.problem.result_slots());
+  std::vector<float> dist(pts.problem.result_slots());
+  TimingSink timing;
+  Environment env;
+  env.devices = {disc.devices[0]};
+  RunContext ctx{timing, env, {}, {}};
+  Registry::instance().find("v15")->make()->query(pts.problem, Neighbors{idx.data(), dist.data()}, ctx);
+  EXPECT_NE(ctx.path.find("exact int8 path not taken: values span 0 .. 256, more than 256 integers"), std::string::npos)
+      << ctx.path;
+}
 
 // The path names the merge each shape takes: atomicMin for topk 1, a sort for split partial
 // lists, nothing when each query has one list.
@@ -294,6 +395,96 @@ TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
   // Many queries and topk 32: one chunk and one list per query (no merge).
   const gpu::ScanPlan many = gpu::plan_scan(1 << 20, 1 << 20, 5, 32, 1, 132 * 16, false);
   EXPECT_EQ(many.partials(), 1);
+}
+
+// What the harness tells versions about the values: whole or not, and the range of both sets.
+TEST(V15Int8Plan, ExamineValuesFindsWholeNumbersAndTheirRange) {
+  const std::vector<float> q = {3.f, -7.f, 250.f}, r = {0.f, 12.f};
+  ValueTraits t = examine_values(q.data(), q.size(), r.data(), r.size());
+  EXPECT_TRUE(t.known);
+  EXPECT_TRUE(t.whole);
+  EXPECT_EQ(t.lowest, -7.f);
+  EXPECT_EQ(t.highest, 250.f);
+  t = examine_values(nullptr, 0, r.data(), r.size());  // a self-join: the references alone
+  EXPECT_TRUE(t.whole);
+  EXPECT_EQ(t.lowest, 0.f);
+  EXPECT_EQ(t.highest, 12.f);
+  for (float bad : {0.5f, -1e-3f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    std::vector<float> rr = r;
+    rr.push_back(bad);
+    t = examine_values(q.data(), q.size(), rr.data(), rr.size());
+    EXPECT_TRUE(t.known);
+    EXPECT_FALSE(t.whole) << bad;
+  }
+}
+
+// The int8 path is taken only where it is exact (whole values in a span of 256, |value| ≤ 2^24,
+// k ≤ 32768) and, in the automatic mode, only from k = 32 and m = 32; the reasons name the rule.
+TEST(V15Int8Plan, TakenOnlyWhereExactAndWorthIt) {
+  std::vector<float> points(64 * 100, 1.f);
+  Problem p{64, 100, 100, 10, points.data(), points.data()};
+  const auto plan = [&](gpu::Int8Mode mode) { return gpu::plan_int8(p, mode); };
+  EXPECT_EQ(plan(gpu::Int8Mode::automatic).why, "values not examined");
+  p.values = ValueTraits{true, true, 0.f, 255.f};
+  gpu::Int8Plan a = plan(gpu::Int8Mode::automatic);
+  EXPECT_TRUE(a.exact && a.chosen) << a.why;
+  EXPECT_EQ(a.shift, 128.f);  // [0, 255] − 128 = [-128, 127]
+  EXPECT_EQ(a.padded_dim, 64);
+  EXPECT_EQ(a.padded_n, 100);
+  EXPECT_EQ(a.query_chunk, 100);
+  EXPECT_FALSE(plan(gpu::Int8Mode::off).chosen);
+  p.values = ValueTraits{true, true, -300.f, -45.f};  // a span of 256 anywhere
+  a = plan(gpu::Int8Mode::automatic);
+  EXPECT_TRUE(a.chosen) << a.why;
+  EXPECT_EQ(a.shift, -172.f);
+  p.values = ValueTraits{true, true, -300.f, -44.f};
+  EXPECT_NE(plan(gpu::Int8Mode::on).why.find("more than 256 integers"), std::string::npos);
+  p.values = ValueTraits{true, false, 0.f, 0.f};
+  EXPECT_EQ(plan(gpu::Int8Mode::on).why, "not every value is a whole number");
+  p.values = ValueTraits{true, true, 16777216.f, 16777218.f};
+  EXPECT_NE(plan(gpu::Int8Mode::on).why.find("beyond 2^24"), std::string::npos);
+  p.values = ValueTraits{true, true, 0.f, 255.f};
+  p.dim = gpu::kInt8MaxDim + 1;
+  EXPECT_NE(plan(gpu::Int8Mode::on).why.find("overflow"), std::string::npos);
+  // Small shapes: the automatic rule leaves them to the scan, "on" takes them; k padded to 16,
+  // n to 4.
+  p.dim = 31;
+  EXPECT_FALSE(plan(gpu::Int8Mode::automatic).chosen);
+  EXPECT_TRUE(plan(gpu::Int8Mode::automatic).exact);
+  p.dim = 33, p.m = 31, p.n = 5;
+  EXPECT_FALSE(plan(gpu::Int8Mode::automatic).chosen);
+  a = plan(gpu::Int8Mode::on);
+  EXPECT_TRUE(a.chosen);
+  EXPECT_EQ(a.padded_dim, 48);
+  EXPECT_EQ(a.padded_n, 8);
+  // Rounds of dot products stay under kInt8DotBytes: 2^20 references leave 256 queries a round.
+  p.m = 10000, p.n = 1 << 20;
+  a = plan(gpu::Int8Mode::automatic);
+  EXPECT_EQ(a.query_chunk, 256);
+  EXPECT_LE(std::size_t(a.query_chunk) * a.padded_n * 4, gpu::kInt8DotBytes);
+  EXPECT_GT(gpu::int8_device_bytes(p, a), std::size_t(a.query_chunk) * a.padded_n * 4);
+}
+
+TEST(V15Int8Plan, ModeComesFromTheEnvironment) {
+  {
+    unsetenv("KNN_V15_INT8");
+    EXPECT_EQ(gpu::int8_mode_from_environment(), gpu::Int8Mode::automatic);
+  }
+  {
+    const ScopedEnv off("KNN_V15_INT8", "off");
+    EXPECT_EQ(gpu::int8_mode_from_environment(), gpu::Int8Mode::off);
+  }
+  {
+    const ScopedEnv on("KNN_V15_INT8", "on");
+    EXPECT_EQ(gpu::int8_mode_from_environment(), gpu::Int8Mode::on);
+  }
+  const ScopedEnv bad("KNN_V15_INT8", "yes");
+  try {
+    gpu::int8_mode_from_environment();
+    ADD_FAILURE() << "KNN_V15_INT8=yes was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("KNN_V15_INT8 = 'yes'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

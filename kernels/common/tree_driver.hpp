@@ -88,14 +88,7 @@ void run_queries(const Problem& p, Neighbors out, RunContext& ctx, cudaStream_t 
   timer.begin("kernel");
   if (p.m > 0) search(static_cast<const float*>(queries.data()), indices.data(), distances.data());
   timer.end();
-  timer.begin("d2h");
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.indices, indices.data(), p.result_slots() * sizeof(std::int32_t),
-                               cudaMemcpyDeviceToHost, stream));
-  KNN_CUDA_TRY(cudaMemcpyAsync(out.distances, distances.data(), p.result_slots() * sizeof(float),
-                               cudaMemcpyDeviceToHost, stream));
-  timer.end();
-  KNN_CUDA_TRY(cudaStreamSynchronize(stream));
-  timer.report(ctx.timing);
+  cuda::finish_with_answers(timer, p, indices.data(), distances.data(), out, stream, ctx.timing);
 }
 
 // A GPU tree version's instance: the first selected device and the version's DeviceTree on it (its

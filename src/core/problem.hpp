@@ -4,6 +4,22 @@
 
 namespace knn {
 
+// What the harness found in the values when it made or read them, before any timed call, as a
+// file's element type is known before it is searched: whether every coordinate of the queries and
+// the references is a whole number, and the range of all of them. A version may take an exact
+// integer path from it (v15: int8 tensor cores); `known` false means nobody looked.
+struct ValueTraits {
+  bool known = false;
+  bool whole = false;     // every value is an integer (finite, no fraction)
+  float lowest = 0.f;     // the smallest and the largest value, queries and references together
+  float highest = 0.f;
+};
+
+// Scans the queries (query_floats values) and the references (reference_floats): OpenMP over the
+// values; the queries may be the references themselves (a self-join: pass query_floats 0).
+ValueTraits examine_values(const float* queries, std::size_t query_floats, const float* references,
+                           std::size_t reference_floats);
+
 // One exact kNN problem. `dim` is the matrix's `k`; `topk` is the neighbour count.
 // Queries are m × dim and references n × dim, both row-major float32 in host memory
 // (pinned when the harness runs with --host-memory pinned).
@@ -23,6 +39,8 @@ struct Problem {
   int shard_begin = 0;
   int shard_n = -1;
   int local_n() const { return shard_n < 0 ? n : shard_n; }
+  // Whole numbers and their range, when the harness examined the values (the runner does).
+  ValueTraits values;
 
   std::size_t query_floats() const { return std::size_t(m) * std::size_t(dim); }
   std::size_t reference_floats() const { return std::size_t(n) * std::size_t(dim); }

@@ -5,3 +5,4 @@
 #include "core/cuda/error.hpp"
 #include "core/cuda/pool.hpp"
 #include "core/cuda/stream.hpp"
+#include "core/cuda/transfers.hpp"
