@@ -31,6 +31,7 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "kernels/common/env_knob.hpp"
 #include "kernels/common/kdtree_gpu_walk.cuh"
 #include "kernels/common/shared_topk.cuh"
 #include "kernels/common/topk_supports.hpp"
@@ -53,19 +54,10 @@ struct Options {
 };
 
 int knob(const char* name, int fallback, int lo, int hi, std::string& source) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  const std::string text(value);
-  std::size_t used = 0;
-  int v = 0;
-  try {
-    v = std::stoi(text, &used);
-  } catch (const std::exception&) {
-  }
-  if (used != text.size() || v < lo || v > hi)
-    throw std::invalid_argument(fmt::format("v16: {} = '{}': must be an integer in [{}, {}]", name, text, lo, hi));
-  source += fmt::format(" {}={}", name, v);
-  return v;
+  const std::optional<int> v = knn::env::int_knob(name, lo, hi, "v16");
+  if (!v) return fallback;
+  source += fmt::format(" {}={}", name, *v);
+  return *v;
 }
 
 Options options_from_environment() {

@@ -25,6 +25,7 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "kernels/common/env_knob.hpp"
 #include "kernels/common/shared_topk.cuh"
 #include "kernels/common/str_pack_gpu.hpp"
 #include "kernels/common/topk_supports.hpp"
@@ -253,20 +254,8 @@ void dispatch(const JoinArgs& a, cudaStream_t stream) {
 
 // The fan-out: KNN_V17_FANOUT when set (an integer in [16, 64]), else 32.
 int fanout_from_environment() {
-  const char* value = std::getenv(kFanoutVariable);
-  if (value == nullptr || *value == '\0') return kDefaultFanout;
-  const std::string text(value);
-  std::size_t used = 0;
-  int f = 0;
-  try {
-    f = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || f < str::kMinFanout || f > str::kMaxFanout)
-    throw std::invalid_argument(fmt::format("v17: {} = '{}': must be an integer in [{}, {}] (the R-tree fan-out)",
-                                            kFanoutVariable, text, str::kMinFanout, str::kMaxFanout));
-  return f;
+  return knn::env::int_knob(kFanoutVariable, str::kMinFanout, str::kMaxFanout, "v17", " (the R-tree fan-out)")
+      .value_or(kDefaultFanout);
 }
 
 std::optional<std::string> topk_over_limit(const knn::Problem& p, int fanout, std::size_t limit) {

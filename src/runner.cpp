@@ -237,16 +237,9 @@ int run_benchmark(const RunOptions& opts) {
     } wait_for_ranks;
     if (whole.empty()) continue;  // nor does rank 0 generate every reference for nothing
 
+    const auto announce_case = [&](const VersionDesc& v) { announce(c, v); };
     if (!c.missing_data.empty()) {  // a data file to fetch first: skipped with the command, not an error
-      for (const VersionDesc* v : versions) {
-        Result r = base;
-        r.version = v->id;
-        r.title = v->title;
-        r.family = to_string(v->family);
-        r.reason = c.missing_data;
-        announce(c, *v);
-        finish(std::move(r));
-      }
+      skip_versions(versions, base, c.missing_data, announce_case, finish);
       continue;
     }
 
@@ -264,18 +257,7 @@ int run_benchmark(const RunOptions& opts) {
                       slots = std::size_t(c.m) * c.topk;
     const double need = 4.0 * double(qf + rf) + 8.0 * 2.0 * double(slots);
     const double have = double(usable_host_memory());  // RLIMIT_AS and the cgroup's limit count
-    auto skip_all = [&](const std::string& reason) {
-      for (const VersionDesc* v : whole) {
-        Result r = base;
-        r.version = v->id;
-        r.title = v->title;
-        r.family = to_string(v->family);
-        r.status = Status::skip;
-        r.reason = reason;
-        announce(c, *v);
-        finish(std::move(r));
-      }
-    };
+    auto skip_all = [&](const std::string& reason) { skip_versions(whole, base, reason, announce_case, finish); };
     if (have > 0 && need > 0.9 * have) {
       skip_all(skip_reason::host_memory(need, have));
       continue;
@@ -356,6 +338,20 @@ int run_benchmark(const RunOptions& opts) {
     return 128 + sig;  // 130 after Ctrl-C, 143 after SIGTERM, as shells report them
   }
   return any_fail ? kExitValidationFailed : kExitOk;
+}
+
+void skip_versions(const std::vector<const VersionDesc*>& versions, const Result& base, const std::string& reason,
+                   const std::function<void(const VersionDesc&)>& announce, const std::function<void(Result)>& finish) {
+  for (const VersionDesc* v : versions) {
+    Result r = base;
+    r.version = v->id;
+    r.title = v->title;
+    r.family = to_string(v->family);
+    r.status = Status::skip;
+    r.reason = reason;
+    announce(*v);
+    finish(std::move(r));
+  }
 }
 
 }  // namespace knn

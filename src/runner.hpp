@@ -2,8 +2,14 @@
 // The runner: selects the cases and versions, drives one (case, version) at a time (in this
 // process through measure_version, or in a child through run_isolated), and hands each finished
 // result to the reporters.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/registry.hpp"
 #include "matrix.hpp"
 #include "options.hpp"
+#include "result.hpp"
 
 namespace knn {
 
@@ -16,5 +22,10 @@ Matrix run_matrix(const RunOptions& opts);
 // The default results path for `stem` (results/local/<host>-<utc>): <stem>.json, else -2, -3, ...,
 // claimed by creating the file, so runs started in the same second never overwrite each other.
 std::string claim_default_results_path(const std::string& stem);
+
+// Reports every one of `versions` as skipped for `reason`: `base` (the case's fields) with the
+// version's id, title and family, through `announce` and `finish` as a run would.
+void skip_versions(const std::vector<const VersionDesc*>& versions, const Result& base, const std::string& reason,
+                   const std::function<void(const VersionDesc&)>& announce, const std::function<void(Result)>& finish);
 
 }  // namespace knn

@@ -10,6 +10,7 @@
 #include "host_memory.hpp"
 #include "measure.hpp"
 #include "mpi_env.hpp"
+#include "runner.hpp"
 #include "skip_reasons.hpp"
 #include "validate.hpp"
 
@@ -21,17 +22,7 @@ void run_sharded_versions(const Matrix& /*mx*/, const Case& c, const std::vector
   if (versions.empty()) return;
   const MpiWorld& world = mpi_world();
   auto skip_all = [&](const std::string& reason) {
-    if (!world.root()) return;
-    for (const VersionDesc* v : versions) {
-      Result r = base;
-      r.version = v->id;
-      r.title = v->title;
-      r.family = to_string(v->family);
-      r.status = Status::skip;
-      r.reason = reason;
-      announce(*v);
-      finish(std::move(r));
-    }
+    if (world.root()) skip_versions(versions, base, reason, announce, finish);
   };
   if (!c.queries_path.empty() || !c.references_path.empty()) {
     skip_all(fmt::format("data files are read whole: reading one shard per rank is not built (run without mpirun, "

@@ -1,13 +1,18 @@
 #pragma once
-// Shared test helpers: generated problems and running a registered version through the runner's
-// own measurement path.
+// Shared test helpers: generated problems, running a registered version through the runner's own
+// measurement path, and checking a version's rows against v0's loop.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/topk.hpp"
 #include "data.hpp"
 #include "core/environment.hpp"
 #include "host_memory.hpp"
@@ -77,6 +82,57 @@ inline Result run_once(const VersionDesc& v, const Dataset& d, const Environment
   Result r;
   measure_version(v, d.problem, env, o, &ref, r);
   return r;
+}
+
+// A problem shape that a version answers row for row as v0's loop does.
+struct RowCase {
+  std::string name;
+  int dim, m, n, topk;
+  bool self_join = false;
+  Distribution dist = Distribution::uniform;
+  std::uint32_t integer_max = kDefaultIntegerMax;
+  bool identical = false;  // every coordinate 0.375
+};
+
+inline void PrintTo(const RowCase& c, std::ostream* os) { *os << c.name; }
+
+// Runs version `id` once on `device` on case `c` (inputs from seed_base + 7 n + dim) and checks
+// every row against v0's loop: distances bit for bit and the same indices, up to the first row
+// that differs; and that the call reported each phase of `phases` as many times as it says.
+// Returns ctx.path (empty where the version is missing or skips the case: a failure).
+inline std::string check_rows_against_v0(const std::string& id, const RowCase& c, std::uint64_t seed_base,
+                                         const DeviceInfo& device, const std::map<std::string, std::size_t>& phases) {
+  const VersionDesc* v = Registry::instance().find(id);
+  EXPECT_NE(v, nullptr) << id << " is not registered in a build that found a CUDA device";
+  if (v == nullptr) return {};
+  std::vector<float> refs(std::size_t(c.n) * c.dim, 0.375f), queries;
+  const std::uint64_t seed = seed_base + std::uint64_t(c.n) * 7 + std::uint64_t(c.dim);
+  if (!c.identical) generate_points(c.dist, seed, PointSet::references, c.dim, std::size_t(c.n), refs.data(), c.integer_max);
+  if (!c.self_join) {
+    queries.assign(std::size_t(c.m) * c.dim, 0.375f);
+    if (!c.identical)
+      generate_points(c.dist, seed, PointSet::queries, c.dim, std::size_t(c.m), queries.data(), c.integer_max);
+  }
+  const Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
+  Environment env;
+  env.devices = {device};
+  if (const auto reason = v->supports(p, env)) {
+    ADD_FAILURE() << id << " skipped " << c.name << ": " << *reason;
+    return {};
+  }
+  std::vector<std::int32_t> want_i(p.result_slots()), got_i(p.result_slots(), -7);
+  std::vector<float> want_d(p.result_slots()), got_d(p.result_slots(), -1.f);
+  for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
+  TimingSink timing;
+  RunContext ctx{timing, env, {}, {}};
+  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
+  for (const auto& [phase, times] : phases) EXPECT_EQ(timing.phases().count(phase), times) << phase;
+  for (std::size_t at = 0; at < p.result_slots(); ++at) {
+    EXPECT_EQ(got_d[at], want_d[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk << "\n" << ctx.path;
+    EXPECT_EQ(got_i[at], want_i[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;
+    if (got_d[at] != want_d[at] || got_i[at] != want_i[at]) break;
+  }
+  return ctx.path;
 }
 
 }  // namespace knn::testing

@@ -58,16 +58,7 @@ struct ScopedKnobs {
         final_steps("KNN_V16_FINAL", k.final_steps), stage("KNN_V16_STAGE_KIB", k.stage) {}
 };
 
-struct V16Case {
-  std::string name;
-  int dim, m, n, topk;
-  bool self_join = false;
-  Distribution dist = Distribution::uniform;
-  std::uint32_t integer_max = kDefaultIntegerMax;
-  bool identical = false;
-};
-
-void PrintTo(const V16Case& c, std::ostream* os) { *os << c.name; }
+using V16Case = knn::testing::RowCase;
 
 std::vector<V16Case> v16_cases() {
   std::vector<V16Case> out = {
@@ -103,38 +94,8 @@ std::vector<V16Case> v16_cases() {
 // Runs v16 on the case and checks every row against v0's loop: distances bit for bit and the same
 // indices. Returns ctx.path.
 std::string check_against_v0(const V16Case& c) {
-  const auto& disc = discovery();
-  const VersionDesc* v = Registry::instance().find("v16");
-  EXPECT_NE(v, nullptr) << "v16 is not registered in a build that found a CUDA device";
-  if (v == nullptr) return {};
-  std::vector<float> refs(std::size_t(c.n) * c.dim, 0.375f), queries;
-  const std::uint64_t seed = 1600 + std::uint64_t(c.n) * 7 + std::uint64_t(c.dim);
-  if (!c.identical) generate_points(c.dist, seed, PointSet::references, c.dim, std::size_t(c.n), refs.data(), c.integer_max);
-  if (!c.self_join) {
-    queries.assign(std::size_t(c.m) * c.dim, 0.375f);
-    if (!c.identical)
-      generate_points(c.dist, seed, PointSet::queries, c.dim, std::size_t(c.m), queries.data(), c.integer_max);
-  }
-  const Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
-  Environment env;
-  env.devices = {disc.devices[0]};
-  if (const auto reason = v->supports(p, env)) {
-    ADD_FAILURE() << "v16 skipped " << c.name << ": " << *reason;
-    return {};
-  }
-  std::vector<std::int32_t> want_i(p.result_slots()), got_i(p.result_slots(), -7);
-  std::vector<float> want_d(p.result_slots()), got_d(p.result_slots(), -1.f);
-  for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
-  TimingSink timing;
-  RunContext ctx{timing, env, {}, {}};
-  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
-  for (const char* phase : {"h2d", "build_tree", "search", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
-  for (std::size_t at = 0; at < p.result_slots(); ++at) {
-    EXPECT_EQ(got_d[at], want_d[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk << "\n" << ctx.path;
-    EXPECT_EQ(got_i[at], want_i[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;
-    if (got_d[at] != want_d[at] || got_i[at] != want_i[at]) break;
-  }
-  return ctx.path;
+  return knn::testing::check_rows_against_v0("v16", c, 1600, discovery().devices[0],
+                                             {{"h2d", 1}, {"build_tree", 1}, {"search", 1}, {"d2h", 1}});
 }
 
 class GpuV16 : public ::testing::TestWithParam<std::tuple<V16Case, Knobs>> {};

@@ -47,16 +47,7 @@ struct ScopedFanout : knn::testing::ScopedEnv {
   explicit ScopedFanout(const std::string& value) : ScopedEnv("KNN_V17_FANOUT", value) {}
 };
 
-struct V17Case {
-  std::string name;
-  int dim, m, n, topk;
-  bool self_join = false;
-  Distribution dist = Distribution::uniform;
-  std::uint32_t integer_max = kDefaultIntegerMax;
-  bool identical = false;
-};
-
-void PrintTo(const V17Case& c, std::ostream* os) { *os << c.name; }
+using V17Case = knn::testing::RowCase;
 
 std::vector<V17Case> v17_cases() {
   std::vector<V17Case> out = {
@@ -90,39 +81,9 @@ std::vector<V17Case> v17_cases() {
 // Runs v17 on the case and checks every row against v0's loop: distances bit for bit and the same
 // indices (the (distance, index) order is total, so ties resolve exactly as v0's). Returns ctx.path.
 std::string check_against_v0(const V17Case& c) {
-  const auto& disc = discovery();
-  const VersionDesc* v = Registry::instance().find("v17");
-  EXPECT_NE(v, nullptr) << "v17 is not registered in a build that found a CUDA device";
-  if (v == nullptr) return {};
-  std::vector<float> refs(std::size_t(c.n) * c.dim, 0.375f), queries;
-  const std::uint64_t seed = 1700 + std::uint64_t(c.n) * 7 + std::uint64_t(c.dim);
-  if (!c.identical) generate_points(c.dist, seed, PointSet::references, c.dim, std::size_t(c.n), refs.data(), c.integer_max);
-  if (!c.self_join) {
-    queries.assign(std::size_t(c.m) * c.dim, 0.375f);
-    if (!c.identical)
-      generate_points(c.dist, seed, PointSet::queries, c.dim, std::size_t(c.m), queries.data(), c.integer_max);
-  }
-  const Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
-  Environment env;
-  env.devices = {disc.devices[0]};
-  if (const auto reason = v->supports(p, env)) {
-    ADD_FAILURE() << "v17 skipped " << c.name << ": " << *reason;
-    return {};
-  }
-  std::vector<std::int32_t> want_i(p.result_slots()), got_i(p.result_slots(), -7);
-  std::vector<float> want_d(p.result_slots()), got_d(p.result_slots(), -1.f);
-  for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
-  TimingSink timing;
-  RunContext ctx{timing, env, {}, {}};
-  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
-  for (const char* phase : {"h2d", "build_p", "join", "d2h"}) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
-  EXPECT_EQ(timing.phases().count("build_q"), c.self_join ? 0u : 1u);
-  for (std::size_t at = 0; at < p.result_slots(); ++at) {
-    EXPECT_EQ(got_d[at], want_d[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;
-    EXPECT_EQ(got_i[at], want_i[at]) << c.name << " query " << at / p.topk << " rank " << at % p.topk;
-    if (got_d[at] != want_d[at] || got_i[at] != want_i[at]) break;
-  }
-  return ctx.path;
+  return knn::testing::check_rows_against_v0(
+      "v17", c, 1700, discovery().devices[0],
+      {{"h2d", 1}, {"build_p", 1}, {"build_q", c.self_join ? 0u : 1u}, {"join", 1}, {"d2h", 1}});
 }
 
 class GpuV17 : public ::testing::TestWithParam<std::tuple<V17Case, int>> {};
