@@ -96,48 +96,6 @@ void check_options(const CompareOptions& o) {
 
 std::string short_sum(const std::string& s) { return s.size() > 12 ? s.substr(0, 12) : s; }
 
-std::string devices_text(const std::vector<DeviceInfo>& devs) {
-  if (devs.empty()) return "no GPU";
-  std::vector<std::pair<std::string, int>> groups;  // "name (cc x, N SMs)" × count, in ordinal order
-  for (const auto& d : devs) {
-    const std::string label = fmt::format("{} (cc {}.{}, {} SMs)", d.name, d.cc_major, d.cc_minor, d.sm_count);
-    if (!groups.empty() && groups.back().first == label)
-      ++groups.back().second;
-    else
-      groups.emplace_back(label, 1);
-  }
-  std::vector<std::string> parts;
-  for (const auto& [label, count] : groups) parts.push_back(fmt::format("{}× {}", count, label));
-  return join(parts, " + ");
-}
-
-bool same_devices(const RunInfo& a, const RunInfo& b) {
-  if (a.devices.size() != b.devices.size()) return false;
-  for (std::size_t i = 0; i < a.devices.size(); ++i) {
-    const auto &x = a.devices[i], &y = b.devices[i];
-    if (x.name != y.name || x.cc_major != y.cc_major || x.cc_minor != y.cc_minor || x.sm_count != y.sm_count || x.total_memory != y.total_memory)
-      return false;
-  }
-  return true;
-}
-
-std::vector<std::string> header_notes(const RunSummary& sa, const RunSummary& sb) {
-  const RunInfo &a = sa.info, &b = sb.info;
-  std::vector<std::string> notes;
-  if (!same_devices(a, b))
-    notes.push_back(fmt::format("Devices differ: A has {}; B has {}. Compared anyway: comparing machines is the point.", devices_text(a.devices),
-                                devices_text(b.devices)));
-  if (a.host.cpu_model != b.host.cpu_model || a.host.cores != b.host.cores || a.host.omp_threads != b.host.omp_threads)
-    notes.push_back(fmt::format("Hosts differ: A has {} ({} cores, {} OpenMP threads); B has {} ({} cores, {} OpenMP threads).", a.host.cpu_model,
-                                a.host.cores, a.host.omp_threads, b.host.cpu_model, b.host.cores, b.host.omp_threads));
-  if (a.host_memory != b.host_memory)
-    notes.push_back(fmt::format("Host memory differs: A {}, B {}; transfer times are not like for like.", to_string(a.host_memory),
-                                to_string(b.host_memory)));
-  for (const auto* s : {&sa, &sb})
-    if (!s->info.complete) notes.push_back(fmt::format("{} is an incomplete run (interrupted or still running).", s->file));
-  return notes;
-}
-
 void sort_report(CompareReport& r) {
   std::sort(r.pairs.begin(), r.pairs.end(), [](const ComparedPair& x, const ComparedPair& y) {
     return x.version != y.version ? version_less(x.version, y.version) : x.case_id < y.case_id;
@@ -155,6 +113,8 @@ ComparedPair judge_pair(const Result& a, const Result& b, const CompareOptions& 
   p.ratio = a.stats.median > 0 && std::isfinite(b.stats.median) ? b.stats.median / a.stats.median : kNaN;
   p.verdict = judge_results(a, b, opts, &p.p_value);
   p.hidden = opts.hide_below_pct > 0 && std::isfinite(p.ratio) && std::abs(p.ratio - 1) * 100 < opts.hide_below_pct;
+  p.a_ground_truth = a.validated ? a.validation.ground_truth : "";
+  p.b_ground_truth = b.validated ? b.validation.ground_truth : "";
   return p;
 }
 
@@ -307,6 +267,7 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
     rep.pairs.push_back(judge_pair(*ra, *rb, opts));
   }
   sort_report(rep);
+  for (auto& note : ground_truth_notes(rep.pairs)) rep.notes.push_back(std::move(note));
   add_geomeans(rep);
   if (rep.pairs.empty()) rep.nothing_compared = nothing_compared_reason(rep, kept_a.size(), kept_b.size(), !opts.versions.empty() || !opts.cases.empty());
   return rep;

@@ -71,6 +71,8 @@ struct ComparedPair {
   std::optional<double> p_value;  // both sides kept ≥ kCompareMinSamples raw samples
   Verdict verdict = Verdict::unknown;
   bool hidden = false;  // under --hide-below: not shown, not counted in the exit code
+  // What each side's answer was validated against (ValidationReport::ground_truth; "" when not validated).
+  std::string a_ground_truth, b_ground_truth;
   double effect_pct() const { return 100 * (ratio - 1); }
 };
 
@@ -126,5 +128,13 @@ CompareReport compare_documents(const nlohmann::json& a, const nlohmann::json& b
 CompareReport compare_runs(const ResultsDocument& a, const ResultsDocument& b, const CompareOptions& opts);
 // The report as text for the terminal, or as markdown.
 std::string format_compare(const CompareReport& report, bool markdown);
+
+// The report's notes (compare_notes.cpp). What differs between the two runs: devices, hosts, host
+// memory, an incomplete run.
+std::vector<std::string> header_notes(const RunSummary& a, const RunSummary& b);
+// Judged pairs whose sides were both validated, but against different ground truths (one file's
+// published neighbours, the other v0 alone, or other samples of queries): one note per such pair
+// of ground truths, naming the cases and versions. Pairs are still judged: the times are not wrong.
+std::vector<std::string> ground_truth_notes(const std::vector<ComparedPair>& pairs);
 
 }  // namespace knn

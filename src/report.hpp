@@ -42,8 +42,15 @@ std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& r
 // One cell of it: median ms, "*" when not validated, "~" when the noise target was missed;
 // "FAIL", "skip" or "interrupted" for a result without a time.
 std::string summary_cell(const Result& r);
-// The lines explaining the marks the table of `results` holds ("" when none).
+// The lines explaining the marks the table of `results` holds, then ground_truth_legend ("" when none).
 std::string summary_legend(const std::vector<Result>& results);
+// What a validated result was checked against when it is not v0's answer to every query alone:
+// "v0 reference + neighbors of F.hdf5", "v0 reference (1000 of 10000 queries)"; "" otherwise
+// (v0 reference alone, or not validated).
+std::string ground_truth_remark(const Result& r);
+// One line per such ground truth, naming the cases (and the versions, where others of the case
+// were checked against something else): "Validated against v0 reference + t.npy: case 7.".
+std::string ground_truth_legend(const std::vector<Result>& results);
 // A noise in percent with one decimal, "-" when unknown (NaN).
 std::string format_noise_pct(double pct);
 // What a reader must know about a result beyond its time: interrupted, noise target missed,

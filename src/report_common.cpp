@@ -14,6 +14,7 @@
 #include "output_file.hpp"
 #include "report.hpp"
 #include "selection.hpp"
+#include "terminal.hpp"  // version_runs
 
 namespace knn {
 
@@ -64,6 +65,33 @@ std::string summary_cell(const Result& r) {
   return format_ms(r.stats.median) + (r.validated ? "" : "*") + (r.noise_target_missed ? "~" : "");
 }
 
+std::string ground_truth_remark(const Result& r) {
+  return r.validated && r.validation.ground_truth != ValidationReport().ground_truth ? r.validation.ground_truth : "";
+}
+
+std::string ground_truth_legend(const std::vector<Result>& results) {
+  std::map<std::string, std::map<int, std::vector<std::string>>> by_truth;  // ground truth -> case -> versions
+  std::map<int, int> validated;                                             // case -> validated results
+  for (const auto& r : results) {
+    if (!r.validated) continue;
+    ++validated[r.problem_case.id];
+    const std::string truth = ground_truth_remark(r);
+    if (!truth.empty()) by_truth[truth][r.problem_case.id].push_back(r.version);
+  }
+  std::string s;
+  for (auto& [truth, cases] : by_truth) {
+    std::string where;
+    for (auto& [id, versions] : cases) {
+      std::sort(versions.begin(), versions.end(), version_less);
+      // The versions are named only where others of the case were validated against something else.
+      where += fmt::format("{}case {}{}", where.empty() ? "" : ", ", id,
+                           int(versions.size()) == validated[id] ? "" : fmt::format(" ({})", version_runs(versions)));
+    }
+    s += fmt::format("Validated against {}: {}.\n", truth, where);
+  }
+  return s;
+}
+
 std::string summary_legend(const std::vector<Result>& results) {
   bool unvalidated = false, missed = false;
   for (const auto& r : results) {
@@ -73,7 +101,7 @@ std::string summary_legend(const std::vector<Result>& results) {
   std::string s;
   if (unvalidated) s += "* = not validated (--no-validate).\n";
   if (missed) s += "~ = missed its noise target: sampling stopped before the median's noise fell below the target.\n";
-  return s;
+  return s + ground_truth_legend(results);
 }
 
 std::string host_memory_text(const RunInfo& info) {

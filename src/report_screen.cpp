@@ -153,7 +153,9 @@ class ScreenReporter final : public Reporter {
       std::string tail;
       if (!r.validated) tail += " (not validated)";
       else if (r.validation.ties_accepted) tail += fmt::format(" ({} ties accepted)", r.validation.ties_accepted);
-      if (r.validated && r.validation.queries_checked < r.problem_case.m)
+      // A ground truth other than v0 on every query names itself and, when sampled, the count.
+      if (const std::string truth = ground_truth_remark(r); !truth.empty()) tail += " (validated against " + truth + ")";
+      else if (r.validated && r.validation.queries_checked < r.problem_case.m)
         tail += fmt::format(" (validated {} of {} queries)", r.validation.queries_checked, r.problem_case.m);
       if (!r.path.empty()) tail += " path: " + r.path;
       if (!r.note.empty()) tail += " note: " + r.note;
@@ -187,7 +189,7 @@ class ScreenReporter final : public Reporter {
     text = paint_word(text, "FAIL", Colour::red, colour_);
     fmt::print("{}", text);
     if (!fastest.empty()) fmt::print("< = the fastest version of the case.\n");
-    fmt::print("{}", summary_legend(all));
+    fmt::print("{}", wrap_lines(summary_legend(all), kScreenWidth));
     fmt::print("\n{} passed, {} failed, {} skipped\n", pass, fail, skip);
     std::fflush(stdout);
   }

@@ -129,7 +129,7 @@ class CsvReporter final : public Reporter {
     std::string s = "case,k,m,n,topk,distribution,version,family,status,samples,median_ms,min_ms,max_ms,mean_ms,stdev_ms,noise_pct";
     for (const auto& p : kPhaseColumns) s += "," + p + "_ms";
     s += ",other_phases,validation,mismatches,ties_accepted,path,reason,note";
-    s += ",median_noise_pct,calls_per_sample,noise_target_missed,interrupted,sm_clock_mhz_before,sm_clock_mhz_after,throttle_before,throttle_after\n";
+    s += ",median_noise_pct,calls_per_sample,noise_target_missed,interrupted,sm_clock_mhz_before,sm_clock_mhz_after,throttle_before,throttle_after,ground_truth\n";
     for (const auto& r : all) {
       const auto& c = r.problem_case;
       const auto& st = r.stats;
@@ -146,8 +146,9 @@ class CsvReporter final : public Reporter {
                        csv_field(r.reason), csv_field(r.note));
       const ResultClocks& k = r.clocks;
       auto mhz = [&k](double v) { return k.recorded() ? fmt::format("{}", v) : std::string(); };
-      s += fmt::format(",{},{},{},{},{},{},{},{}\n", t(st.median_noise_pct), r.calls_per_sample, r.noise_target_missed, r.interrupted,
-                       mhz(k.sm_clock_mhz_before), mhz(k.sm_clock_mhz_after), csv_field(k.throttle_before), csv_field(k.throttle_after));
+      s += fmt::format(",{},{},{},{},{},{},{},{},{}\n", t(st.median_noise_pct), r.calls_per_sample, r.noise_target_missed, r.interrupted,
+                       mhz(k.sm_clock_mhz_before), mhz(k.sm_clock_mhz_after), csv_field(k.throttle_before), csv_field(k.throttle_after),
+                       csv_field(r.validated ? r.validation.ground_truth : ""));
     }
     write_file_atomically(path_, s);
   }

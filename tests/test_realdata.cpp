@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -283,6 +284,14 @@ struct Ann {
       for (int j = 0; j < depth; ++j) neighbors.push_back(all[j].second);
     }
   }
+  // Published neighbours that disagree with the data: each query's list reversed, its nearest
+  // replaced by a point that is not among its true nearest.
+  Ann wrong_neighbors() const {
+    Ann w = *this;
+    for (int q = 0; q < m; ++q) std::reverse(w.neighbors.begin() + q * depth, w.neighbors.begin() + (q + 1) * depth);
+    for (int q = 0; q < m; ++q) w.neighbors[q * depth] = (neighbors[q * depth + depth - 1] + 17) % n;
+    return w;
+  }
   void write(const std::string& path, bool with_neighbors = true) const {
     const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     h5_write(f, "train", H5T_NATIVE_FLOAT, {hsize_t(n), hsize_t(k)}, train);
@@ -307,10 +316,7 @@ TEST(RealDataHdf5, TrainAndTestRoundTripAndTheFilesNeighborsValidateToo) {
   EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference + neighbors of a.hdf5");
 
   // Published neighbours that disagree with the data: the answer fails against them, and says so.
-  Ann wrong = a;
-  for (int q = 0; q < a.m; ++q) std::reverse(wrong.neighbors.begin() + q * a.depth, wrong.neighbors.begin() + (q + 1) * a.depth);
-  for (int q = 0; q < a.m; ++q) wrong.neighbors[q * a.depth] = (a.neighbors[q * a.depth + a.depth - 1] + 17) % a.n;
-  wrong.write(d.file("a.hdf5"));
+  a.wrong_neighbors().write(d.file("a.hdf5"));
   r = knnbench("--config '" + matrix(d, a.k, a.m, a.n, 3, kAnnCase) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
   EXPECT_EQ(r.code, 1) << r.out;
   j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
@@ -323,6 +329,62 @@ TEST(RealDataHdf5, TrainAndTestRoundTripAndTheFilesNeighborsValidateToo) {
   ASSERT_EQ(r.code, 0) << r.out;
   j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
   EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference");
+}
+
+std::string slurp(const std::string& path) { return std::string(std::istreambuf_iterator<char>(std::ifstream(path).rdbuf()), {}); }
+
+// Not only the reference: a CPU version is checked against the file's neighbours too, in a child
+// process as well (--isolate reads each child's result back), and what it was checked against
+// survives `report` and `compare`; wrong neighbours fail every version, exit 1, naming them.
+TEST(RealDataHdf5, ACpuVersionIsCheckedAgainstTheFilesNeighborsAndReportAndCompareSaySo) {
+  Dir d;
+  const Ann a;
+  a.write(d.file("a.hdf5"));
+  const std::string run = "--config '" + matrix(d, a.k, a.m, a.n, 3, kAnnCase) + "' --version v0,v10 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 ";
+  const std::string truth = "v0 reference + neighbors of a.hdf5";
+  for (const std::string isolate : {"", "--isolate "}) {
+    SCOPED_TRACE(isolate);
+    const ProgramRun r = knnbench(run + isolate + "--json '" + d.file("o.json") + "'", d);
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::string screen;  // lines wrapped at the screen's width, joined again
+    for (char c : r.out) screen += std::isspace(static_cast<unsigned char>(c)) && !screen.empty() && screen.back() == ' ' ? "" : std::string(1, std::isspace(static_cast<unsigned char>(c)) ? ' ' : c);
+    const std::size_t v10 = screen.find("case 7 v10 ");  // its result line says it, before the table
+    ASSERT_NE(v10, std::string::npos) << r.out;
+    EXPECT_LT(screen.find("(validated against " + truth + ")", v10), screen.find("Median wall time", v10)) << r.out;
+    EXPECT_NE(r.out.find("Validated against " + truth + ": case 7."), std::string::npos) << r.out;
+    const auto j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
+    ASSERT_EQ(j["results"].size(), 2u);
+    for (const auto& res : j["results"]) {
+      EXPECT_EQ(res["status"], "pass") << res["version"] << ": " << res["reason"];
+      EXPECT_EQ(res["validation"]["ground_truth"], truth) << res["version"];
+    }
+  }
+  ProgramRun r = knnbench("report '" + d.file("o.json") + "' --md '" + d.file("o.md") + "' --csv '" + d.file("o.csv") + "'", d);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(slurp(d.file("o.md")).find("Validated against " + truth + ": case 7.\n"), std::string::npos) << slurp(d.file("o.md"));
+  EXPECT_NE(slurp(d.file("o.csv")).find(",v10,tree,pass,"), std::string::npos) << slurp(d.file("o.csv"));
+  EXPECT_NE(slurp(d.file("o.csv")).find("," + truth + "\n"), std::string::npos) << slurp(d.file("o.csv"));
+
+  // The same data without neighbours: v0 alone, and compare says the two runs were checked differently.
+  a.write(d.file("a.hdf5"), false);
+  r = knnbench(run + "--json '" + d.file("v0.json") + "'", d);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = knnbench("compare '" + d.file("v0.json") + "' '" + d.file("o.json") + "' --md -", d);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("A against v0 reference, B against " + truth + ", for case 7 (v0, v10)."), std::string::npos) << r.out;
+
+  a.wrong_neighbors().write(d.file("a.hdf5"));
+  for (const std::string isolate : {"", "--isolate "}) {
+    SCOPED_TRACE(isolate);
+    r = knnbench(run + isolate + "--json '" + d.file("o.json") + "'", d);
+    EXPECT_EQ(r.code, 1) << r.out;
+    const auto j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
+    ASSERT_EQ(j["results"].size(), 2u);
+    for (const auto& res : j["results"]) {
+      EXPECT_EQ(res["status"], "fail") << res["version"];
+      EXPECT_NE(std::string(res["reason"]).find("validation against " + truth + ": "), std::string::npos) << res["version"] << ": " << res["reason"];
+    }
+  }
 }
 
 TEST(RealDataHdf5, BadFilesExit2NamingTheFileAndTheReason) {

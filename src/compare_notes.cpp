@@ -1,0 +1,80 @@
+// `knnbench compare`'s notes above the table: what differs between the two runs (devices, hosts,
+// host memory, an incomplete run) and between what their answers were validated against.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "compare.hpp"
+#include "selection.hpp"  // version_less
+#include "terminal.hpp"   // version_runs
+
+namespace knn {
+namespace {
+
+std::string devices_text(const std::vector<DeviceInfo>& devs) {
+  if (devs.empty()) return "no GPU";
+  std::vector<std::pair<std::string, int>> groups;  // "name (cc x, N SMs)" × count, in ordinal order
+  for (const auto& d : devs) {
+    const std::string label = fmt::format("{} (cc {}.{}, {} SMs)", d.name, d.cc_major, d.cc_minor, d.sm_count);
+    if (!groups.empty() && groups.back().first == label)
+      ++groups.back().second;
+    else
+      groups.emplace_back(label, 1);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [label, count] : groups) parts.push_back(fmt::format("{}× {}", count, label));
+  return fmt::format("{}", fmt::join(parts, " + "));
+}
+
+bool same_devices(const RunInfo& a, const RunInfo& b) {
+  if (a.devices.size() != b.devices.size()) return false;
+  for (std::size_t i = 0; i < a.devices.size(); ++i) {
+    const auto &x = a.devices[i], &y = b.devices[i];
+    if (x.name != y.name || x.cc_major != y.cc_major || x.cc_minor != y.cc_minor || x.sm_count != y.sm_count || x.total_memory != y.total_memory)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> header_notes(const RunSummary& sa, const RunSummary& sb) {
+  const RunInfo &a = sa.info, &b = sb.info;
+  std::vector<std::string> notes;
+  if (!same_devices(a, b))
+    notes.push_back(fmt::format("Devices differ: A has {}; B has {}. Compared anyway: comparing machines is the point.", devices_text(a.devices),
+                                devices_text(b.devices)));
+  if (a.host.cpu_model != b.host.cpu_model || a.host.cores != b.host.cores || a.host.omp_threads != b.host.omp_threads)
+    notes.push_back(fmt::format("Hosts differ: A has {} ({} cores, {} OpenMP threads); B has {} ({} cores, {} OpenMP threads).", a.host.cpu_model,
+                                a.host.cores, a.host.omp_threads, b.host.cpu_model, b.host.cores, b.host.omp_threads));
+  if (a.host_memory != b.host_memory)
+    notes.push_back(fmt::format("Host memory differs: A {}, B {}; transfer times are not like for like.", to_string(a.host_memory),
+                                to_string(b.host_memory)));
+  for (const auto* s : {&sa, &sb})
+    if (!s->info.complete) notes.push_back(fmt::format("{} is an incomplete run (interrupted or still running).", s->file));
+  return notes;
+}
+
+std::vector<std::string> ground_truth_notes(const std::vector<ComparedPair>& pairs) {
+  // (A's ground truth, B's) -> case -> versions, in the report's order.
+  std::map<std::pair<std::string, std::string>, std::map<int, std::vector<std::string>>> differ;
+  for (const auto& p : pairs)
+    if (!p.a_ground_truth.empty() && !p.b_ground_truth.empty() && p.a_ground_truth != p.b_ground_truth)
+      differ[{p.a_ground_truth, p.b_ground_truth}][p.case_id].push_back(p.version);
+  std::vector<std::string> notes;
+  for (auto& [truths, cases] : differ) {
+    std::vector<std::string> where;
+    for (auto& [id, versions] : cases) {
+      std::sort(versions.begin(), versions.end(), version_less);
+      where.push_back(fmt::format("case {} ({})", id, version_runs(versions)));
+    }
+    notes.push_back(fmt::format("Validated against different ground truths: A against {}, B against {}, for {}. The times are compared all the same.",
+                                truths.first, truths.second, fmt::join(where, ", ")));
+  }
+  return notes;
+}
+
+}  // namespace knn
