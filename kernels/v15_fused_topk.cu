@@ -9,7 +9,7 @@
 // segmented sort otherwise (kernels/common/topk_merge.cu). Distances are Σ(q − r)² in fp32 with
 // fused multiply-adds: exact on integer data, within an ulp or two of v0's roundings otherwise.
 // Any k (1, 2, 3, 4, 5, 8, 16 compiled in; the others at run time), any m and n, self-joins.
-// Whole-number data in a span of 256 values with k ≥ 32 and m ≥ 32 take the exact int8
+// Whole-number data in a span of 256 values with k ≥ 16 and m ≥ 32 take the exact int8
 // tensor-core path instead (kernels/common/exact_int8.hpp; KNN_V15_INT8=off|on|auto).
 #include <cuda_runtime.h>
 

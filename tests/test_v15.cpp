@@ -419,7 +419,7 @@ TEST(V15Int8Plan, ExamineValuesFindsWholeNumbersAndTheirRange) {
 }
 
 // The int8 path is taken only where it is exact (whole values in a span of 256, |value| ≤ 2^24,
-// k ≤ 32768) and, in the automatic mode, only from k = 32 and m = 32; the reasons name the rule.
+// k ≤ 32768) and, in the automatic mode, only from k = 16 and m = 32; the reasons name the rule.
 TEST(V15Int8Plan, TakenOnlyWhereExactAndWorthIt) {
   std::vector<float> points(64 * 100, 1.f);
   Problem p{64, 100, 100, 10, points.data(), points.data()};
@@ -448,7 +448,7 @@ TEST(V15Int8Plan, TakenOnlyWhereExactAndWorthIt) {
   EXPECT_NE(plan(gpu::Int8Mode::on).why.find("overflow"), std::string::npos);
   // Small shapes: the automatic rule leaves them to the scan, "on" takes them; k padded to 16,
   // n to 4.
-  p.dim = 31;
+  p.dim = gpu::kInt8MinDim - 1;
   EXPECT_FALSE(plan(gpu::Int8Mode::automatic).chosen);
   EXPECT_TRUE(plan(gpu::Int8Mode::automatic).exact);
   p.dim = 33, p.m = 31, p.n = 5;

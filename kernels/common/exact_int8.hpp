@@ -21,9 +21,11 @@ enum class Int8Mode { automatic, off, on };
 // Throws std::invalid_argument naming the variable and the value when it is none of the three.
 Int8Mode int8_mode_from_environment();
 
-// Below these the fused scan is the faster engine (short rows waste the GEMM's tiles of 16 or 32
-// columns; a few queries make the GEMM a matrix-vector product that only reads the references).
-inline constexpr int kInt8MinDim = 32;
+// Below these the fused scan is as fast or faster (configs/int8-shapes.json on an H100, 1024
+// queries against 2^20 whole-number points, top-10: k = 8 scan 10.3 ms, int8 10.5; k = 16 scan
+// 16.2, int8 11.1; k = 64 with 8 queries scan 6.7, int8 7.3, with 32 queries 7.6 and 7.5): short
+// rows waste the GEMM's 16-column tiles, and a few queries make it a matrix-vector product.
+inline constexpr int kInt8MinDim = 16;
 inline constexpr int kInt8MinQueries = 32;
 // The largest dimension whose int32 sums cannot overflow: 32768 · 255² < 2^31.
 inline constexpr int kInt8MaxDim = 32768;
