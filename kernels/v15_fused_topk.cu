@@ -13,7 +13,6 @@
 // tensor-core path instead (kernels/common/exact_int8.hpp; KNN_V15_INT8=off|on|auto).
 #include <cuda_runtime.h>
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,7 +26,6 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
-#include "kernels/common/env_knob.hpp"
 #include "kernels/common/exact_int8.hpp"
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/fused_topk.hpp"
@@ -94,13 +92,6 @@ const char* list_name(List l) {
   }
 }
 
-// The exact filter of the scan (kernels/common/fused_scan.cuh) needs k compiled in and a bound on
-// every |coordinate| (the harness's Problem::values); KNN_V15_FILTER=0 turns it off, for comparisons.
-bool filter_on(const knn::Problem& p) {
-  return compiled_dim(p.dim) && std::isfinite(p.values.magnitude()) &&
-         knn::env::int_knob("KNN_V15_FILTER", 0, 1, "v15").value_or(1) == 1;
-}
-
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
 
 gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks) {
@@ -159,8 +150,6 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   a.partial_indices = merge ? partial_indices.data() : indices.data();
   a.best = best.data();
   a.heap_distances = heap_distances.data(), a.heap_indices = heap_indices.data();
-  a.coord_bound = p.values.magnitude();
-  a.filter = filter_on(p);
 
   const int chunks = plan.chunks();
   cuda::Event start, searched, merged, done;
@@ -209,10 +198,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   ctx.timing.add("merge", span(searched, merged));
   ctx.timing.add("d2h", span(merged, done));
   ctx.path = fmt::format(
-      "{}{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {} "
+      "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {} "
       "chunk{} (copy on one stream, search on another); {} partial list{} per query{}",
-      compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"),
-      a.filter ? fmt::format(", exact filter (|coordinates| <= {:g})", a.coord_bound) : std::string(), list_name(list),
+      compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), list_name(list),
       plan.queries_per_thread, plan.queries_per_thread == 1 ? "y" : "ies", gpu::kScanBlock, plan.query_threads,
       plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
       chunks, chunks == 1 ? "" : "s", partials, partials == 1 ? "" : "s",

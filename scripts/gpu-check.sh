@@ -28,8 +28,6 @@
 #               KNN_V15_INT8=off, auto and on                       -> int8/shapes-{off,auto,on}.*, tests.log;
 #               INT8_REAL=<matrix> adds cases 500 and 501 (Fashion-MNIST) of that matrix with v14
 #               and v15, every query validated                     -> int8/fmnist.*
-#   filter      v15's exact filter: cases 0-11 with v4, v6, v7 and v15 (filter on), then v15 with
-#               KNN_V15_FILTER=0                                   -> filter/on.*, filter/off.*
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
@@ -53,7 +51,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|filter|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -201,17 +199,6 @@ for step in "${steps[@]}"; do
           "${extra[@]}" >"$OUT/int8/fmnist.log" 2>&1 || status=1
         sed -n '/^Median wall time/,$p' "$OUT/int8/fmnist.log"
       fi
-      ;;
-    filter)
-      mkdir -p "$OUT/filter"
-      log "filter: cases 0-11, v4, v6, v7 and v15 (its exact filter on)"
-      "$bin" --version v4,v6,v7,v15 --json "$OUT/filter/on.json" --md "$OUT/filter/on.md" "${extra[@]}" \
-        >"$OUT/filter/on.log" 2>&1 || status=1
-      sed -n '/^Median wall time/,$p' "$OUT/filter/on.log"
-      log "filter: cases 0-11, v15 with KNN_V15_FILTER=0"
-      KNN_V15_FILTER=0 "$bin" --version v15 --json "$OUT/filter/off.json" --md "$OUT/filter/off.md" "${extra[@]}" \
-        >"$OUT/filter/off.log" 2>&1 || status=1
-      sed -n '/^Median wall time/,$p' "$OUT/filter/off.log"
       ;;
     sanitize)
       if ! command -v compute-sanitizer >/dev/null 2>&1; then

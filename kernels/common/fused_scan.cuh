@@ -35,11 +35,6 @@ struct Args {
   long long partials, partial_base;  // a thread's lists go to partial partial_base + split·RT + row thread
   float* partial_distances;          // [(q·partials + p)·topk + s]
   std::int32_t* partial_indices;
-  // The exact filter (compiled-in dim only): every |coordinate| is at most coord_bound, so a bound
-  // on the rounding of ‖r‖² − 2 q·r is known and a group of rows whose scores cannot beat the worst
-  // kept distance is passed over without computing its distances (see scan_kernel).
-  bool filter;
-  float coord_bound;
   unsigned long long* best;  // List::one: a packed (distance, index) key per query, atomicMin'd
   float* heap_distances;     // List::heap: topk slots per thread, slot-major over the grid
   std::int32_t* heap_indices;
@@ -86,65 +81,17 @@ struct RegisterList {
   }
 };
 
-// Rows row0 .. row0 + 3 (compile-time dim) into registers: dim 16-byte loads.
-template <int DIM>
-__device__ __forceinline__ void load_group(const float* __restrict__ rows, float (&r)[kScanGroup * DIM]) {
+// The distances from Q queries to rows row0 .. row0 + 3 (compile-time dim).
+template <int DIM, int Q>
+__device__ __forceinline__ void group_distances(const float (&query)[Q][DIM], const float* __restrict__ rows,
+                                                float (&d)[Q][kScanGroup]) {
+  float r[kScanGroup * DIM];
   const float4* p = reinterpret_cast<const float4*>(rows);
 #pragma unroll
   for (int c = 0; c < DIM; ++c) {
     const float4 f = __ldg(p + c);
     r[4 * c] = f.x, r[4 * c + 1] = f.y, r[4 * c + 2] = f.z, r[4 * c + 3] = f.w;
   }
-}
-
-// The filter's scores ‖r‖² − 2 q·r (= ‖q − r‖² − ‖q‖²) of Q queries against rows row0 .. row0 + 3:
-// dim fused multiply-adds per pair and dim per row, against 2·dim for a distance.
-template <int DIM, int Q>
-__device__ __forceinline__ void group_scores(const float (&query)[Q][DIM], const float* __restrict__ rows,
-                                             float (&score)[Q][kScanGroup]) {
-  float r[kScanGroup * DIM];
-  load_group<DIM>(rows, r);
-#pragma unroll
-  for (int j = 0; j < kScanGroup; ++j) {
-    float norm = __fmul_rn(r[j * DIM], r[j * DIM]);
-#pragma unroll
-    for (int t = 1; t < DIM; ++t) norm = __fmaf_rn(r[j * DIM + t], r[j * DIM + t], norm);
-#pragma unroll
-    for (int u = 0; u < Q; ++u) {
-      float dot = __fmul_rn(query[u][0], r[j * DIM]);
-#pragma unroll
-      for (int t = 1; t < DIM; ++t) dot = __fmaf_rn(query[u][t], r[j * DIM + t], dot);
-      score[u][j] = __fmaf_rn(-2.f, dot, norm);
-    }
-  }
-}
-
-// The score a row must not exceed to possibly beat `worst` (an exact distance of this kernel's
-// arithmetic) for a query of squared norm qn (fp32) and norm qlen, when |coordinates| ≤ M.
-// Rounding: the distance d and ‖q‖² are within γ_dim = dim·u/(1 − dim·u) (u = 2^-24) of their
-// true values, and the score within 2γ_dim (‖r‖² + 2 Σ|q_t r_t|) ≤ 2γ_dim (dim M² + 2 qlen √dim M)
-// of ‖r‖² − 2 q·r. So d < worst implies score ≤ worst (1 + 2γ) − qn + γ qn + 2γ (dim M² + 2 qlen √dim M),
-// and c = 4u (dim + 2) ≥ 4γ_dim, used for every γ term, covers it twice over, the rounding of this
-// very sum included; 1e-36 covers the absolute error of results near the smallest normal floats.
-template <int DIM>
-struct FilterBound {
-  float slope = 1.f, offset = INFINITY;  // threshold = worst · slope + offset
-  FilterBound() = default;
-  __device__ __forceinline__ FilterBound(float qn, float qlen, float coord_bound) {
-    const float c = 4.f * 5.9604645e-8f * float(DIM + 2);
-    const float m = coord_bound;
-    slope = 1.f + c;
-    offset = c * (qn + float(DIM) * m * m + 2.f * qlen * sqrtf(float(DIM)) * m) + 1e-36f - qn;
-  }
-  __device__ __forceinline__ float threshold(float worst) const { return __fmaf_ru(worst, slope, offset); }
-};
-
-// The distances from Q queries to rows row0 .. row0 + 3 (compile-time dim).
-template <int DIM, int Q>
-__device__ __forceinline__ void group_distances(const float (&query)[Q][DIM], const float* __restrict__ rows,
-                                                float (&d)[Q][kScanGroup]) {
-  float r[kScanGroup * DIM];
-  load_group<DIM>(rows, r);
 #pragma unroll
   for (int j = 0; j < kScanGroup; ++j)
 #pragma unroll
@@ -216,69 +163,27 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(Args a) {
     for (int u = 0; u < Q; ++u) list[u].clear();
   }
 
-  const auto worst_of = [&](int u) {
-    if constexpr (L == List::heap) return heap.worst_distance();
-    else return list[u].worst;
-  };
-  // The exact filter: a group is scored first (‖r‖² − 2 q·r, about half the arithmetic of its
-  // distances), and its distances are computed only for queries where some score is within the
-  // rounding bound of beating the worst kept distance; every row that beats it passes (FilterBound),
-  // so the answer is the unfiltered scan's, bit for bit.
-  const bool filter = DIM > 0 && a.filter;
-  float threshold[Q];
-  FilterBound<(DIM > 0 ? DIM : 1)> bound[Q];
-  if constexpr (DIM > 0) {
-#pragma unroll
-    for (int u = 0; u < Q; ++u) {
-      float qn = __fmul_rn(query[u][0], query[u][0]);
-#pragma unroll
-      for (int t = 1; t < DIM; ++t) qn = __fmaf_rn(query[u][t], query[u][t], qn);
-      bound[u] = FilterBound<DIM>(qn, sqrtf(qn), a.coord_bound);
-      threshold[u] = bound[u].threshold(worst_of(u));
-    }
-  }
-
   const long long groups = (a.row_end - a.row_begin + kScanGroup - 1) / kScanGroup;
   const long long g_end = groups * (split + 1) / a.splits;
   for (long long g = groups * split / a.splits + rt; g < g_end; g += a.ref_threads) {
     const int row0 = a.row_begin + int(g) * kScanGroup;
     float d[Q][kScanGroup];
     const float* rows = a.references + std::size_t(row0) * a.dim;
-    const int valid = a.row_end - row0;  // rows past the chunk (padding) are no candidates
-    const auto drop_padding = [&] {
-      if (valid < kScanGroup) {
-#pragma unroll
-        for (int j = 0; j < kScanGroup; ++j)
-#pragma unroll
-          for (int u = 0; u < Q; ++u) d[u][j] = j < valid ? d[u][j] : INFINITY;
-      }
-    };
-    bool check[Q];
-#pragma unroll
-    for (int u = 0; u < Q; ++u) check[u] = true;
-    if constexpr (DIM > 0) {
-      if (filter) {
-        group_scores<DIM, Q>(query, rows, d);
-        drop_padding();
-        bool any = false;
-#pragma unroll
-        for (int u = 0; u < Q; ++u) {
-          check[u] = fminf(fminf(d[u][0], d[u][1]), fminf(d[u][2], d[u][3])) <= threshold[u];
-          any = any || check[u];
-        }
-        if (!any) continue;
-      }
-    }
     if constexpr (DIM > 0)
       group_distances<DIM, Q>(query, rows, d);
     else
       group_distances<Q>(query_row, a.dim, rows, d);
-    drop_padding();
+    const int valid = a.row_end - row0;  // rows past the chunk (padding) are no candidates
+    if (valid < kScanGroup) {
+#pragma unroll
+      for (int j = 0; j < kScanGroup; ++j)
+#pragma unroll
+        for (int u = 0; u < Q; ++u) d[u][j] = j < valid ? d[u][j] : INFINITY;
+    }
 #pragma unroll
     for (int u = 0; u < Q; ++u) {
-      if (!check[u]) continue;
       const float low = fminf(fminf(d[u][0], d[u][1]), fminf(d[u][2], d[u][3]));
-      const float worst = worst_of(u);
+      const float worst = L == List::heap ? heap.worst_distance() : list[u].worst;
       if (!(low < worst)) continue;
       // Rare: some row enters. The query itself (self-join) is passed over here only, since a
       // group that beats nothing needs no check.
@@ -292,7 +197,6 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(Args a) {
           list[u].insert(d[u][j], row, a.topk);
         }
       }
-      if constexpr (DIM > 0) threshold[u] = bound[u].threshold(worst_of(u));
     }
   }
 

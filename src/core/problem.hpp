@@ -7,16 +7,12 @@ namespace knn {
 // What the harness found in the values when it made or read them, before any timed call, as a
 // file's element type is known before it is searched: whether every coordinate of the queries and
 // the references is a whole number, and the range of all of them. A version may take an exact
-// integer path from it (v15: int8 tensor cores), or bound the rounding of a shortcut by the
-// largest magnitude (v15's exact filter); `known` false means nobody looked.
+// integer path from it (v15: int8 tensor cores); `known` false means nobody looked.
 struct ValueTraits {
   bool known = false;
-  bool finite = false;    // no value is ±inf or NaN
   bool whole = false;     // every value is an integer (finite, no fraction)
   float lowest = 0.f;     // the smallest and the largest value, queries and references together
-  float highest = 0.f;    // (of the finite ones)
-  // The largest |value| when every value is finite (a bound v15's exact filter needs), else +inf.
-  float magnitude() const;
+  float highest = 0.f;
 };
 
 // Scans the queries (query_floats values) and the references (reference_floats): OpenMP over the

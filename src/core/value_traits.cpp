@@ -7,22 +7,21 @@ namespace knn {
 namespace {
 
 struct Scan {
-  bool finite = true, whole = true;
+  bool whole = true;
   float lowest = INFINITY, highest = -INFINITY;
 };
 
 void scan(const float* x, std::size_t count, Scan& s) {
-  bool finite = s.finite, whole = s.whole;
+  bool whole = s.whole;
   float lowest = s.lowest, highest = s.highest;
-#pragma omp parallel for reduction(&& : finite, whole) reduction(min : lowest) reduction(max : highest) schedule(static)
+#pragma omp parallel for reduction(&& : whole) reduction(min : lowest) reduction(max : highest) schedule(static)
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(count); ++i) {
     const float v = x[i];
-    const bool f = std::isfinite(v);
-    finite = finite && f;
-    whole = whole && f && std::trunc(v) == v;
-    if (f) lowest = std::fmin(lowest, v), highest = std::fmax(highest, v);
+    whole = whole && std::isfinite(v) && std::trunc(v) == v;
+    lowest = std::fmin(lowest, v);
+    highest = std::fmax(highest, v);
   }
-  s.finite = finite, s.whole = whole, s.lowest = lowest, s.highest = highest;
+  s.whole = whole, s.lowest = lowest, s.highest = highest;
 }
 
 }  // namespace
@@ -34,16 +33,10 @@ ValueTraits examine_values(const float* queries, std::size_t query_floats, const
   if (reference_floats > 0) scan(references, reference_floats, s);
   ValueTraits t;
   t.known = true;
-  const bool any = s.lowest <= s.highest;  // some finite value
-  t.finite = s.finite && query_floats + reference_floats > 0;
-  t.whole = s.whole && t.finite;
-  t.lowest = any ? s.lowest : 0.f;
-  t.highest = any ? s.highest : 0.f;
+  t.whole = s.whole && query_floats + reference_floats > 0;
+  t.lowest = t.whole ? s.lowest : 0.f;
+  t.highest = t.whole ? s.highest : 0.f;
   return t;
-}
-
-float ValueTraits::magnitude() const {
-  return known && finite ? std::fmax(std::fabs(lowest), std::fabs(highest)) : INFINITY;
 }
 
 }  // namespace knn
