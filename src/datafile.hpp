@@ -40,8 +40,9 @@ bool built_with_hdf5();
 
 // The ground truth an HDF5 file holds beside a queries dataset: its "neighbors" dataset (ann-benchmarks'
 // layout, int32, m rows sorted by distance). True, with m × topk indices in `out`, when the file of
-// `queries_path` (an HDF5 path) has "neighbors" of m rows and at least topk columns; false (and `why`)
-// when it has none or too few columns. Indices outside [0, n) are refused (ConfigError).
+// `queries_path` (an HDF5 path) has "neighbors" of m rows and at least topk columns; false with `why`
+// empty when it has none, and false with the reason when it has one that cannot be used (too few
+// columns, a format without ground truth). Indices outside [0, n) are refused (ConfigError).
 bool read_ground_truth(const std::string& queries_path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out,
                        std::string& why);
 

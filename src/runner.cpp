@@ -311,6 +311,9 @@ int run_benchmark(const RunOptions& opts) {
         try {
           reference = compute_reference(p, validate_queries);
           if (has_truth) reference->also = &file_truth;
+          else if (!truth.empty() && (!no_truth.empty() || !c.ground_truth_path.empty()))  // said, never silent
+            reference->name += fmt::format(" ({} not used: {})", c.ground_truth_file.empty() ? data_file_on_disk(c.queries_file) : c.ground_truth_file,
+                                           no_truth.empty() ? std::string("it holds no \"neighbors\" dataset") : no_truth);
         } catch (const std::bad_alloc&) {
           r.version = v->id;
           r.title = v->title;

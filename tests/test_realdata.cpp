@@ -329,6 +329,14 @@ TEST(RealDataHdf5, TrainAndTestRoundTripAndTheFilesNeighborsValidateToo) {
   ASSERT_EQ(r.code, 0) << r.out;
   j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
   EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference");
+  // Neighbours too shallow for the case's topk: not used, and the record says why.
+  a.write(d.file("a.hdf5"));
+  r = knnbench("--config '" + matrix(d, a.k, a.m, a.n, a.depth + 1, kAnnCase) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
+  const std::string said = j["results"][0]["validation"]["ground_truth"];
+  EXPECT_EQ(said.rfind("v0 reference (a.hdf5 not used: \"neighbors\" in ", 0), 0u) << said;
+  EXPECT_NE(said.find("a.hdf5 has 4 columns, fewer than topk = 5)"), std::string::npos) << said;
 }
 
 std::string slurp(const std::string& path) { return std::string(std::istreambuf_iterator<char>(std::ifstream(path).rdbuf()), {}); }
