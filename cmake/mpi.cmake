@@ -42,4 +42,7 @@ if(KNN_HAVE_MPI AND KNN_BUILD_TESTS)
   add_test(NAME mpi.np4.failing_rank
            COMMAND bash ${knn_mpi_script} ${MPIEXEC_EXECUTABLE} 4 $<TARGET_FILE:knnbench-testbin> failing_rank --m 30 --n 200 --k 3 --topk 4)
   set_tests_properties(mpi.np4.failing_rank PROPERTIES LABELS "cpu;mpi" ENVIRONMENT "${knn_mpi_env}" TIMEOUT 60 PROCESSORS 2)
+  add_test(NAME mpi.np2.missing_file
+           COMMAND bash ${knn_mpi_script} ${MPIEXEC_EXECUTABLE} 2 $<TARGET_FILE:knnbench-testbin> missing_file)
+  set_tests_properties(mpi.np2.missing_file PROPERTIES LABELS "cpu;mpi" ENVIRONMENT "${knn_mpi_env}" TIMEOUT 60 PROCESSORS 2)
 endif()

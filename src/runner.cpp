@@ -239,7 +239,7 @@ int run_benchmark(const RunOptions& opts) {
 
     const auto announce_case = [&](const VersionDesc& v) { announce(c, v); };
     if (!c.missing_data.empty()) {  // a data file to fetch first: skipped with the command, not an error
-      skip_versions(versions, base, c.missing_data, announce_case, finish);
+      skip_versions(whole, base, c.missing_data, announce_case, finish);  // the sharded ones said theirs above
       continue;
     }
 

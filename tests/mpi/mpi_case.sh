@@ -7,6 +7,8 @@
 #   mpi_case.sh MPIEXEC NP TESTBIN failing_rank ARGS...  t20 fails on rank 1 (KNN_T20_FAIL_RANK):
 #       its result is "fail" naming rank 1 and the reason, v18 after it in the same run passes,
 #       mpirun ends (timeout 50 s) with exit code 1
+#   mpi_case.sh MPIEXEC NP TESTBIN missing_file          a case whose data file is missing: v0 and v18
+#       each skip once (v18 from the sharded room), the run exits 0
 set -euo pipefail
 mpiexec=$1 np=$2 bin=$3 mode=$4
 shift 4
@@ -62,6 +64,22 @@ elif [ "$mode" = failing_rank ]; then
   expect "$work/mpi.json" '"rank 1 failed: injected failure" in r["t20"]["reason"]' True
   expect "$work/mpi.json" 'r["v18"]["status"]' pass
   echo "ok: a failing rank fails its result, the run goes on: $(field "$work/mpi.json" 'r["t20"]["reason"]')"
+elif [ "$mode" = missing_file ]; then
+  # A case whose data file is to be fetched first: every version skips once, with the command, and
+  # the run exits 0 (the sharded v18 says so from its own room; the runner must not say it twice).
+  cat >"$work/m.json" <<'JSON'
+{"schema_version": 1, "cases": [{"id": 1, "k": 3, "m": 4, "n": 9, "topk": 1,
+  "references_file": "nowhere/cities.npy", "fetch": "scripts/fetch-data.sh cities"}]}
+JSON
+  set +e
+  timeout 50 "${launch[@]}" "$bin" --config "$work/m.json" --version v0,v18 "${fast[@]}" --json "$work/mpi.json" --quiet >"$work/mpi.log" 2>&1
+  rc=$?
+  set -e
+  [ $rc = 0 ] || { cat "$work/mpi.log"; echo "FAIL: mpirun exited $rc, expected 0 (skips only)"; exit 1; }
+  expect "$work/mpi.json" 'sorted(x["version"] for x in j["results"])' "['v0', 'v18']"
+  expect "$work/mpi.json" 'all(x["status"] == "skip" for x in j["results"])' True
+  expect "$work/mpi.json" '"scripts/fetch-data.sh cities" in r["v0"]["reason"]' True
+  echo "ok: a missing data file skips each version once: $(field "$work/mpi.json" 'r["v18"]["reason"]')"
 else
   echo "mpi_case.sh: unknown mode '$mode'" >&2
   exit 2
