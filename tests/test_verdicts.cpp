@@ -31,9 +31,12 @@
 namespace {
 
 // Cases whose v0 median is 1-2 ms on a 2-core CPU machine: long enough for the timer, short
-// enough that most calls run between two preemptions.
+// enough that most calls run between two preemptions. All 3-D: a 16-D case (one query against
+// 196 608 rows of 64 bytes) came out only 3 % slower for 10 % more rows on one 2-core machine, in
+// two attempts alike (its repeated rows cost less than the first pass over them there), while the
+// 3-D cases came out 7-10 % slower.
 constexpr const char* kMatrix = R"({"schema_version": 1, "defaults": {"topk": 1, "distribution": "uniform", "seed": 20240607},
- "cases": [{"id": 0, "k": 3, "m": 1, "n": 786432}, {"id": 1, "k": 16, "m": 1, "n": 196608}, {"id": 2, "k": 3, "m": 24, "n": 32768}]})";
+ "cases": [{"id": 0, "k": 3, "m": 1, "n": 786432}, {"id": 1, "k": 3, "m": 4, "n": 196608}, {"id": 2, "k": 3, "m": 24, "n": 32768}]})";
 
 std::string command(const std::string& dir, const std::string& name, int slowdown_pct) {
   const std::string nice = std::system("command -v nice > /dev/null 2>&1") == 0 ? "nice -n -19 " : "";
