@@ -148,28 +148,7 @@ struct Points {
   }
 };
 
-// Sets an environment variable for one scope ("" leaves it alone).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (value.empty()) return;
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-    set_ = true;
-  }
-  ~ScopedEnv() {
-    if (!set_) return;
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-  bool set_ = false;
-};
+using knn::testing::ScopedEnv;  // sets a variable for one scope ("" unsets it), then restores it
 
 // v15 sums with fused multiply-adds; v0 rounds every product. Equal on integer data, otherwise
 // within a few ulps.
@@ -467,7 +446,7 @@ TEST(V15Int8Plan, TakenOnlyWhereExactAndWorthIt) {
 
 TEST(V15Int8Plan, ModeComesFromTheEnvironment) {
   {
-    unsetenv("KNN_V15_INT8");
+    const ScopedEnv unset("KNN_V15_INT8", "");
     EXPECT_EQ(gpu::int8_mode_from_environment(), gpu::Int8Mode::automatic);
   }
   {
