@@ -10,7 +10,10 @@
 // fused multiply-adds: exact on integer data, within an ulp or two of v0's roundings otherwise.
 // Any k (1, 2, 3, 4, 5, 8, 16 compiled in; the others at run time), any m and n, self-joins.
 // Whole-number data in a span of 256 values with k ≥ 16 and m ≥ 32 take the exact int8
-// tensor-core path instead (kernels/common/exact_int8.hpp; KNN_V15_INT8=off|on|auto).
+// tensor-core path instead (kernels/common/exact_int8.hpp; KNN_V15_INT8=off|on|auto). The nearest
+// neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18 is found by the tensor-core filter
+// (kernels/common/tc_filter.hpp; KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound
+// pick the rows whose exact distance is computed; the answers are the scan's.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -30,6 +33,8 @@
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/fused_topk.hpp"
 #include "kernels/common/scan_plan.hpp"
+#include "kernels/common/tc_filter.cuh"
+#include "kernels/common/tc_filter.hpp"
 #include "kernels/common/topk_merge.hpp"
 
 namespace {
@@ -71,6 +76,17 @@ Kernel pick_dim(int dim) {
     case 8: return gpu::scan::scan_kernel<8, L>;
     case 16: return gpu::scan::scan_kernel<16, L>;
     default: return gpu::scan::scan_kernel<0, L>;
+  }
+}
+
+// The tensor-core filter's kernel for k dimensions (nullptr above its limit).
+Kernel pick_filter(int dim) {
+  switch ((dim + gpu::kTcSliceDims - 1) / gpu::kTcSliceDims) {  // split TF32 below 8 dimensions (gpu::tc_split)
+    case 1: return gpu::tc_split(dim) ? gpu::tc::filter_kernel<1, true> : gpu::tc::filter_kernel<1, false>;
+    case 2: return gpu::tc::filter_kernel<2, false>;
+    case 3: return gpu::tc::filter_kernel<3, false>;
+    case 4: return gpu::tc::filter_kernel<4, false>;
+    default: return nullptr;
   }
 }
 
@@ -119,11 +135,20 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const gpu::Int8Plan int8 = gpu::plan_int8(p, gpu::int8_mode_from_environment());
   if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
   const List list = list_for(p.topk);
-  const Kernel kernel = pick(p.dim, list);
+  const Kernel tc_kernel = pick_filter(p.dim);
+  const int tc_per_sm =
+      tc_kernel == nullptr ? 0
+                           : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
+  const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
+                                      (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
+  const Kernel kernel = tc.chosen ? tc_kernel : pick(p.dim, list);
   const int per_sm = cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(kernel), gpu::kScanBlock);
   const gpu::ScanPlan plan = plan_for(p, (long long)std::max(1, per_sm) * info.sm_count);
-  const long long partials = plan.partials();
-  const bool merge = needs_merge(plan, list);
+  const long long partials = tc.chosen ? 1 : plan.partials();
+  const bool merge = !tc.chosen && needs_merge(plan, list);
+  const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
+  const int blocks = tc.chosen ? tc.blocks_per_chunk() : plan.blocks_per_chunk();
+  const int block_threads = tc.chosen ? gpu::kTcBlock : gpu::kScanBlock;
 
   // The copy stream uploads, merges and downloads; the search stream runs the chunk kernels.
   cuda::Stream copy, search;
@@ -137,6 +162,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<unsigned long long> best(list == List::one ? p.m : 0, copy);
   cuda::StreamBuffer<float> heap_distances(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
+  cuda::StreamBuffer<unsigned long long> candidates(tc.chosen ? 1 : 0, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
   if (merge) merger = std::make_unique<gpu::PartialMerge>(p.m, partials * p.topk, p.topk, copy);
 
@@ -144,25 +170,28 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   a.queries = p.self_join ? references.data() : own_queries.data();
   a.references = references.data();
   a.dim = p.dim, a.m = p.m, a.topk = p.topk, a.self_join = p.self_join;
-  a.splits = plan.splits, a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
+  a.splits = tc.chosen ? tc.splits : plan.splits;
+  a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
+  a.tc_center = tc.center, a.tc_band = tc.band, a.tc_candidates = candidates.data();
   a.partials = partials;
   a.partial_distances = merge ? partial_distances.data() : distances.data();
   a.partial_indices = merge ? partial_indices.data() : indices.data();
   a.best = best.data();
   a.heap_distances = heap_distances.data(), a.heap_indices = heap_indices.data();
 
-  const int chunks = plan.chunks();
+  const int chunks = int(chunk_rows.size()) - 1;
   cuda::Event start, searched, merged, done;
   cuda::Event search_start;
   std::vector<cuda::Event> copied(chunks);
   start.record(copy);
   if (list == List::one) gpu::fill_worst_keys(best.data(), p.m, copy);
+  if (tc.chosen) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), copy));
   if (!p.self_join)
     KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
                                  cudaMemcpyHostToDevice, copy));
   for (int c = 0; c < chunks; ++c) {
-    const std::size_t first = std::size_t(plan.chunk_rows[c]) * p.dim;
-    const std::size_t floats = std::size_t(plan.chunk_rows[c + 1] - plan.chunk_rows[c]) * p.dim;
+    const std::size_t first = std::size_t(chunk_rows[c]) * p.dim;
+    const std::size_t floats = std::size_t(chunk_rows[c + 1] - chunk_rows[c]) * p.dim;
     KNN_CUDA_TRY(cudaMemcpyAsync(references.data() + first, p.references + first, floats * sizeof(float),
                                  cudaMemcpyHostToDevice, copy));
     copied[c].record(copy);
@@ -170,9 +199,16 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   for (int c = 0; c < chunks; ++c) {
     KNN_CUDA_TRY(cudaStreamWaitEvent(search, copied[c].get(), 0));
     if (c == 0) search_start.record(search);
-    a.row_begin = plan.chunk_rows[c], a.row_end = plan.chunk_rows[c + 1];
+    if (c == 0 && tc.chosen) {
+      a.row_begin = chunk_rows[0], a.row_end = chunk_rows[1];
+      const long long threads = (long long)p.m * 32;
+      gpu::tc::seed_kernel<<<int((threads + gpu::tc::kSeedBlock - 1) / gpu::tc::kSeedBlock), gpu::tc::kSeedBlock, 0,
+                             search>>>(a);
+      KNN_CUDA_CHECK_LAUNCH();
+    }
+    a.row_begin = chunk_rows[c], a.row_end = chunk_rows[c + 1];
     a.partial_base = (long long)c * plan.splits * plan.ref_threads;
-    kernel<<<plan.blocks_per_chunk(), gpu::kScanBlock, 0, search>>>(a);
+    kernel<<<blocks, block_threads, 0, search>>>(a);
     KNN_CUDA_CHECK_LAUNCH();
   }
   searched.record(search);
@@ -183,6 +219,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
   merged.record(copy);
   cuda::download_answers(p, indices.data(), distances.data(), out, copy);
+  unsigned long long exact_count = 0;
+  if (tc.chosen)
+    KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates.data(), sizeof exact_count, cudaMemcpyDeviceToHost, copy));
   done.record(copy);
   copy.synchronize();
 
@@ -197,6 +236,18 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   ctx.timing.add("kernel", span(search_start, searched));
   ctx.timing.add("merge", span(searched, merged));
   ctx.timing.add("d2h", span(merged, done));
+  if (tc.chosen) {
+    ctx.path = fmt::format(
+        "tensor-core filter: k={} in {} {} slice{} of 8, scores ||r-c||^2 - 2(q-c).(r-c) with c = {:g}, error bound "
+        "{:.3g} (values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of the "
+        "pairs; {} seed distances per query besides); blocks of {} = {} warps x {} queries scoring {} rows at a time from shared memory, {} query group{} x {} split{} x {} chunk{} (copy on one stream, "
+        "search on another); best pair merged by atomicMin",
+        p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
+        double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
+        gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
+        chunks, chunks == 1 ? "" : "s");
+    return;
+  }
   ctx.path = fmt::format(
       "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {} "
       "chunk{} (copy on one stream, search on another); {} partial list{} per query{}",
@@ -206,6 +257,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       chunks, chunks == 1 ? "" : "s", partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
   if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
+  if (p.values.known && p.topk == 1) ctx.path += fmt::format("; tensor-core filter not taken: {}", tc.why);
 }
 
 std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {
@@ -217,7 +269,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float));
   bytes += p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
   bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));
-  if (list == List::one) bytes += std::size_t(p.m) * sizeof(unsigned long long);
+  if (list == List::one) bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
   if (needs_merge(plan, list)) {
     const long long per_query = plan.partials() * p.topk;
     bytes += std::size_t(p.m) * per_query * (sizeof(std::int32_t) + sizeof(float));

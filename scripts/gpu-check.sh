@@ -28,6 +28,10 @@
 #               KNN_V15_INT8=off, auto and on                       -> int8/shapes-{off,auto,on}.*, tests.log;
 #               INT8_REAL=<matrix> adds cases 500 and 501 (Fashion-MNIST) of that matrix with v14
 #               and v15, every query validated                     -> int8/fmnist.*
+#   v15         v15's tests (GPU and CPU), the default matrix with v4, v6, v7, v14 and v15 (the
+#               tensor-core filter where its rule takes it), v15 alone with KNN_V15_TC=off, and
+#               configs/tc-shapes.json with KNN_V15_TC=off and on
+#                                                  -> v15/default{,-tc-off}.*, v15/tc-shapes-{off,on}.*, tests.log
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
@@ -51,7 +55,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -199,6 +203,27 @@ for step in "${steps[@]}"; do
           "${extra[@]}" >"$OUT/int8/fmnist.log" 2>&1 || status=1
         sed -n '/^Median wall time/,$p' "$OUT/int8/fmnist.log"
       fi
+      ;;
+    v15)
+      mkdir -p "$OUT/v15"
+      log "v15: its tests (GPU and CPU)"
+      "$BUILD_DIR/tests/knn_tests" --gtest_filter='*GpuV15*:V15*' >"$OUT/v15/tests.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/v15/tests.log" | head -n 20
+      log "v15: default matrix with the tensor-core filter (automatic) beside the best of v1-v7 and v14"
+      "$bin" --version v4,v6,v7,v14,v15 --json "$OUT/v15/default.json" --md "$OUT/v15/default.md" "${extra[@]}" \
+        >"$OUT/v15/default.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/v15/default.log"
+      log "v15: default matrix with KNN_V15_TC=off (the fused scan)"
+      KNN_V15_TC=off "$bin" --version v15 --json "$OUT/v15/default-tc-off.json" --md "$OUT/v15/default-tc-off.md" \
+        "${extra[@]}" >"$OUT/v15/default-tc-off.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/v15/default-tc-off.log"
+      quick=(--min-samples 3 --max-time 2 --validate-queries 1024)
+      for mode in off on; do
+        log "v15: configs/tc-shapes.json with KNN_V15_TC=$mode"
+        KNN_V15_TC=$mode "$bin" --config configs/tc-shapes.json --version v15 "${quick[@]}" --json "$OUT/v15/tc-shapes-$mode.json" \
+          --md "$OUT/v15/tc-shapes-$mode.md" "${extra[@]}" >"$OUT/v15/tc-shapes-$mode.log" 2>&1 || status=1
+        sed -n '/^Median wall time/,$p' "$OUT/v15/tc-shapes-$mode.log"
+      done
       ;;
     sanitize)
       if ! command -v compute-sanitizer >/dev/null 2>&1; then

@@ -25,6 +25,7 @@
 #include "devices.hpp"
 #include "kernels/common/exact_int8.hpp"
 #include "kernels/common/scan_plan.hpp"
+#include "kernels/common/tc_filter.hpp"
 #include "test_support.hpp"
 
 using namespace knn;
@@ -41,10 +42,13 @@ struct V15Case {
   // as the older cases run) and a constant added to every value (negative and large whole values).
   std::string int8 = "";
   float offset = 0.f;
+  // The tensor-core filter: KNN_V15_TC for the call ("" leaves it unset) and whether it must run.
+  std::string tc = "";
+  bool expect_tc = false;
   std::string name() const {
-    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
+    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
-                       int8.empty() ? std::string() : "_int8" + int8,
+                       int8.empty() ? std::string() : "_int8" + int8, tc.empty() ? std::string() : "_tc" + tc,
                        offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))));
   }
 };
@@ -128,6 +132,46 @@ std::vector<V15Case> int8_cases() {
   return out;
 }
 
+V15Case tc_case(std::string mode, bool expect, int dim, int m, int n, bool self_join = false,
+                Distribution dist = Distribution::uniform, std::uint32_t integer_max = kDefaultIntegerMax,
+                float offset = 0.f, int checked_rows = 0) {
+  V15Case c = make(dim, m, n, 1, self_join, dist, integer_max, checked_rows);
+  c.tc = std::move(mode);
+  c.expect_tc = expect;
+  c.offset = offset;
+  return c;
+}
+
+// The tensor-core filter (kernels/common/tc_filter.hpp), topk 1: every slice count (k 1..32),
+// partial query tiles and blocks (m = 1, 7, 16, 17, 63, 65), rows not a multiple of the 8-row step
+// and shorter than one, one row, ties everywhere (integers, duplicates: the smaller index must
+// win as in v0), clusters, values far from 0 (the centre removes the offset) and a spread that
+// makes the band wide (most rows candidates), self-joins, and the automatic rule on both sides.
+std::vector<V15Case> tc_cases() {
+  std::vector<V15Case> out;
+  for (int dim : {1, 2, 3, 5, 7, 8, 9, 16, 17, 24, 31, 32})
+    out.push_back(tc_case("on", true, dim, 1024, 65537, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97));
+  for (int m : {1, 7, 16, 17, 63, 65}) out.push_back(tc_case("on", true, 3, m, 5003));
+  for (int n : {1, 2, 7, 8, 9, 100}) out.push_back(tc_case("on", true, 3, 70, n));
+  for (int dim : {3, 16}) {
+    out.push_back(tc_case("on", true, dim, 300, 20011, false, Distribution::integers, 4));
+    out.push_back(tc_case("on", true, dim, 300, 20011, false, Distribution::duplicates));
+    out.push_back(tc_case("on", true, dim, 300, 20011, false, Distribution::clusters));
+    out.push_back(tc_case("on", true, dim, 300, 20011, false, Distribution::uniform, kDefaultIntegerMax, 6400.f));
+    out.push_back(tc_case("on", true, dim, 300, 20011, false, Distribution::integers, 1000000));
+    out.push_back(tc_case("on", true, dim, 0, 20011, true, Distribution::uniform));
+    out.push_back(tc_case("on", true, dim, 0, 20011, true, Distribution::integers, 3));
+  }
+  out.push_back(tc_case("on", true, 2, 0, 1, true));
+  out.push_back(tc_case("on", true, 2, 0, 2, true));
+  out.push_back(tc_case("auto", true, 8, 64, 1 << 18));
+  out.push_back(tc_case("auto", false, 8, 63, 1 << 18));
+  out.push_back(tc_case("auto", false, 3, 1024, 1 << 18, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  out.push_back(tc_case("auto", true, 16, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  out.push_back(tc_case("off", false, 3, 1024, 65537, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97));
+  return out;
+}
+
 struct Points {
   std::vector<float> queries, references;
   Problem problem;
@@ -144,7 +188,8 @@ struct Points {
     }
     problem = Problem{c.dim, c.m, c.n, c.topk, c.self_join ? references.data() : queries.data(), references.data(),
                       c.self_join};
-    if (!c.int8.empty()) problem.values = examine_values(queries.data(), queries.size(), references.data(), references.size());
+    if (!c.int8.empty() || !c.tc.empty())
+      problem.values = examine_values(queries.data(), queries.size(), references.data(), references.size());
   }
 };
 
@@ -183,11 +228,15 @@ std::string check_against_v0(const V15Case& c) {
   TimingSink timing;
   RunContext ctx{timing, env, {}, {}};
   {
-    const ScopedEnv mode("KNN_V15_INT8", c.int8);
+    // Whole numbers would take the int8 path first: the filter's cases keep it off.
+    const ScopedEnv mode("KNN_V15_INT8", c.int8.empty() && !c.tc.empty() ? "off" : c.int8);
+    const ScopedEnv tc_mode("KNN_V15_TC", c.tc);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
   EXPECT_EQ(int8, !c.int8.empty()) << c.name() << ": the int8 path " << (int8 ? "ran" : "did not run") << ": " << ctx.path;
+  const bool tc = ctx.path.find("tensor-core filter:") != std::string::npos;
+  EXPECT_EQ(tc, c.expect_tc) << c.name() << ": the tensor-core filter " << (tc ? "ran" : "did not run") << ": " << ctx.path;
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
@@ -240,6 +289,8 @@ TEST_P(GpuV15, MatchesV0) {
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV15, ::testing::ValuesIn(v15_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuInt8, GpuV15, ::testing::ValuesIn(int8_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuTc, GpuV15, ::testing::ValuesIn(tc_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 
 // Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
@@ -464,6 +515,103 @@ TEST(V15Int8Plan, ModeComesFromTheEnvironment) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("KNN_V15_INT8 = 'yes'"), std::string::npos) << e.what();
   }
+}
+
+// The tensor-core filter's rule: topk 1, k ≤ 32, finite examined values, TF32 hardware, and in the
+// automatic mode at least one block of queries; the reasons name the rule.
+TEST(V15TcPlan, TakenOnlyWhereItApplies) {
+  std::vector<float> points(3 * 1000, 0.5f);
+  Problem p{3, 1000, 1000, 1, points.data(), points.data()};
+  const long long resident = 132 * 4;
+  const auto plan = [&](gpu::TcMode mode, int cc = 9) { return gpu::plan_tc(p, mode, cc, resident, false); };
+  EXPECT_EQ(plan(gpu::TcMode::automatic).why, "values not examined");
+  p.values = ValueTraits{true, false, -1.f, 3.f, true};
+  // k = 3 and n = 1000: the automatic rule keeps the scan; "on" takes the filter.
+  EXPECT_NE(plan(gpu::TcMode::automatic).why.find("pays from k ≥ 8, m ≥ 64 and n ≥ 262144"), std::string::npos);
+  gpu::TcPlan a = plan(gpu::TcMode::on);
+  ASSERT_TRUE(a.chosen) << a.why;
+  EXPECT_EQ(a.center, 1.f);
+  EXPECT_GE(a.half_span, 2.f);
+  EXPECT_LE(a.half_span, 2.f * (1 + 1e-5f));
+  EXPECT_EQ(a.slices, 1);
+  EXPECT_TRUE(a.split);
+  EXPECT_GE(double(a.band), gpu::tc_score_error_bound(3, 2.0, true));
+  EXPECT_EQ(a.query_groups, 4);  // ceil(1000 / 256)
+  EXPECT_EQ(plan(gpu::TcMode::off).why, "KNN_V15_TC=off");
+  EXPECT_NE(plan(gpu::TcMode::on, 7).why.find("no TF32 tensor cores"), std::string::npos);
+  p.topk = 2;
+  EXPECT_NE(plan(gpu::TcMode::on).why.find("topk 2"), std::string::npos);
+  p.topk = 1, p.dim = 33;
+  EXPECT_NE(plan(gpu::TcMode::on).why.find("k = 33 > 32"), std::string::npos);
+  p.dim = 32;
+  EXPECT_EQ(plan(gpu::TcMode::on).slices, 4);
+  p.dim = 3;
+  p.values.finite = false;
+  EXPECT_EQ(plan(gpu::TcMode::on).why, "not every value is finite");
+  p.values = ValueTraits{true, false, -3e18f, 3e18f, true};
+  EXPECT_NE(plan(gpu::TcMode::on).why.find("could overflow"), std::string::npos);
+  p.values = ValueTraits{true, false, 0.f, 1.f, true};
+  p.m = gpu::kTcMinQueries - 1;
+  EXPECT_NE(plan(gpu::TcMode::automatic).why.find("pays from k"), std::string::npos);
+  a = plan(gpu::TcMode::on);
+  EXPECT_TRUE(a.chosen);
+  EXPECT_EQ(a.query_groups, 1);
+  // Case 11's shape (k 16, 1024 queries, 2^20 rows): taken; 4 query groups, splits that fill the
+  // device, the chunks of the scan; the values not split. Case 10's (k = 3) keeps the scan.
+  p.dim = 16, p.m = 1024, p.n = 1 << 20;
+  a = plan(gpu::TcMode::automatic);
+  ASSERT_TRUE(a.chosen) << a.why;
+  EXPECT_FALSE(a.split);
+  EXPECT_EQ(a.slices, 2);
+  EXPECT_EQ(a.query_groups, 4);
+  EXPECT_EQ(a.splits, int((resident + 3) / 4));
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 64, false));
+  EXPECT_EQ(gpu::plan_tc(p, gpu::TcMode::automatic, 9, resident, true).chunks(), 1);
+  p.n = gpu::kTcMinRows - 1;
+  EXPECT_FALSE(plan(gpu::TcMode::automatic).chosen);
+  p.dim = 3, p.n = 1 << 20;
+  EXPECT_FALSE(plan(gpu::TcMode::automatic).chosen);
+  // Few rows: every block still stages kTcMinStagesPerBlock tiles of rows, or there is one split.
+  p.n = 100;
+  EXPECT_EQ(plan(gpu::TcMode::on).splits, 1);
+}
+
+// The bound grows with k and with the square of the spread, and TF32's rounding of both factors
+// (2^-11 each, on 2|q - c||r - c| per dimension) is its main part.
+TEST(V15TcPlan, ErrorBoundCoversTf32Rounding) {
+  for (int dim : {1, 3, 8, 16, 32})
+    for (double h : {1e-3, 0.5, 1.0, 6400.0}) {
+      const double e = gpu::tc_score_error_bound(dim, h);
+      const double w = dim * h * h;
+      EXPECT_GE(e, 2 * std::ldexp(1.0, -10) * w) << dim << " " << h;
+      EXPECT_LE(e, 1.2 * std::ldexp(1.0, -9) * w + 1e-29) << dim << " " << h;
+      EXPECT_NEAR(gpu::tc_score_error_bound(dim, 2 * h) / e, 4.0, 1e-9) << dim << " " << h;
+    }
+  EXPECT_GT(gpu::tc_score_error_bound(16, 1.0), gpu::tc_score_error_bound(3, 1.0));
+  // Split values: hi·lo and lo·hi terms leave lo·lo (2^-22) and the sums; far below one TF32.
+  for (int dim : {1, 3, 8}) {
+    const double split = gpu::tc_score_error_bound(dim, 1.0, true), single = gpu::tc_score_error_bound(dim, 1.0);
+    EXPECT_GE(split, 7 * std::ldexp(1.0, -22) * dim) << dim;
+    EXPECT_LT(split * 20, single) << dim;
+  }
+  EXPECT_TRUE(gpu::tc_split(7));
+  EXPECT_FALSE(gpu::tc_split(8));
+}
+
+TEST(V15TcPlan, ExamineValuesReportsTheRangeOfFiniteData) {
+  const std::vector<float> q = {0.25f, -7.5f}, r = {3.f};
+  ValueTraits t = examine_values(q.data(), q.size(), r.data(), r.size());
+  EXPECT_TRUE(t.finite);
+  EXPECT_FALSE(t.whole);
+  EXPECT_EQ(t.lowest, -7.5f);
+  EXPECT_EQ(t.highest, 3.f);
+  std::vector<float> bad = r;
+  bad.push_back(std::numeric_limits<float>::infinity());
+  t = examine_values(q.data(), q.size(), bad.data(), bad.size());
+  EXPECT_FALSE(t.finite);
+  EXPECT_FALSE(t.whole);
+  bad.back() = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_FALSE(examine_values(q.data(), q.size(), bad.data(), bad.size()).finite);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #pragma once
-// An integer tuning knob read from an environment variable, for versions that take one.
+// Tuning knobs read from environment variables, for versions that take one: an integer, or a mode
+// (auto, off, on).
 #include <cstdlib>
 #include <optional>
 #include <stdexcept>
@@ -26,6 +27,22 @@ inline std::optional<int> int_knob(const char* name, int lo, int hi, const char*
   if (used != text.size() || v < lo || v > hi)
     throw std::invalid_argument(fmt::format("{}: {} = '{}': must be an integer in [{}, {}]{}", owner, name, text, lo, hi, note));
   return v;
+}
+
+// A path's mode: "auto" (or unset, or empty: the version's rule decides), "off" (never), "on"
+// (wherever it is exact, whatever the shape).
+enum class Mode { automatic, off, on };
+
+// The mode in `name`; anything else throws std::invalid_argument
+// "NAME = 'value': expected auto, off or on".
+inline Mode mode_knob(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return Mode::automatic;
+  const std::string text(value);
+  if (text == "auto") return Mode::automatic;
+  if (text == "off") return Mode::off;
+  if (text == "on") return Mode::on;
+  throw std::invalid_argument(fmt::format("{} = '{}': expected auto, off or on", name, text));
 }
 
 }  // namespace knn::env

@@ -12,14 +12,6 @@
 
 namespace knn::gpu {
 
-Int8Mode int8_mode_from_environment() {
-  const char* v = std::getenv("KNN_V15_INT8");
-  if (v == nullptr || *v == '\0' || std::string(v) == "auto") return Int8Mode::automatic;
-  if (std::string(v) == "off") return Int8Mode::off;
-  if (std::string(v) == "on") return Int8Mode::on;
-  throw std::invalid_argument(fmt::format("KNN_V15_INT8 = '{}': expected auto, off or on", v));
-}
-
 Int8Plan plan_int8(const Problem& p, Int8Mode mode) {
   Int8Plan plan;
   const ValueTraits& v = p.values;

@@ -38,6 +38,10 @@ struct Args {
   unsigned long long* best;  // List::one: a packed (distance, index) key per query, atomicMin'd
   float* heap_distances;     // List::heap: topk slots per thread, slot-major over the grid
   std::int32_t* heap_indices;
+  // The tensor-core filter (kernels/common/tc_filter.cuh): centre, score error bound, and a
+  // counter of the exact distances it computed.
+  float tc_center, tc_band;
+  unsigned long long* tc_candidates;
 };
 
 // (distance, index) as one key whose unsigned order is knn::before's (distances >= +0, not NaN;

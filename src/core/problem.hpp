@@ -12,7 +12,8 @@ struct ValueTraits {
   bool known = false;
   bool whole = false;     // every value is an integer (finite, no fraction)
   float lowest = 0.f;     // the smallest and the largest value, queries and references together
-  float highest = 0.f;
+  float highest = 0.f;    // (0 and 0 unless every value is finite)
+  bool finite = false;    // no value is infinite or NaN
 };
 
 // Scans the queries (query_floats values) and the references (reference_floats): OpenMP over the

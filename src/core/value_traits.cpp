@@ -7,21 +7,23 @@ namespace knn {
 namespace {
 
 struct Scan {
-  bool whole = true;
+  bool whole = true, finite = true;
   float lowest = INFINITY, highest = -INFINITY;
 };
 
 void scan(const float* x, std::size_t count, Scan& s) {
-  bool whole = s.whole;
+  bool whole = s.whole, finite = s.finite;
   float lowest = s.lowest, highest = s.highest;
-#pragma omp parallel for reduction(&& : whole) reduction(min : lowest) reduction(max : highest) schedule(static)
+#pragma omp parallel for reduction(&& : whole, finite) reduction(min : lowest) reduction(max : highest) schedule(static)
   for (std::ptrdiff_t i = 0; i < std::ptrdiff_t(count); ++i) {
     const float v = x[i];
-    whole = whole && std::isfinite(v) && std::trunc(v) == v;
+    const bool f = std::isfinite(v);
+    finite = finite && f;
+    whole = whole && f && std::trunc(v) == v;
     lowest = std::fmin(lowest, v);
     highest = std::fmax(highest, v);
   }
-  s.whole = whole, s.lowest = lowest, s.highest = highest;
+  s.whole = whole, s.finite = finite, s.lowest = lowest, s.highest = highest;
 }
 
 }  // namespace
@@ -33,9 +35,10 @@ ValueTraits examine_values(const float* queries, std::size_t query_floats, const
   if (reference_floats > 0) scan(references, reference_floats, s);
   ValueTraits t;
   t.known = true;
-  t.whole = s.whole && query_floats + reference_floats > 0;
-  t.lowest = t.whole ? s.lowest : 0.f;
-  t.highest = t.whole ? s.highest : 0.f;
+  t.finite = s.finite && query_floats + reference_floats > 0;
+  t.whole = s.whole && t.finite;
+  t.lowest = t.finite ? s.lowest : 0.f;
+  t.highest = t.finite ? s.highest : 0.f;
   return t;
 }
 

@@ -1,0 +1,271 @@
+#pragma once
+// v15's tensor-core filter kernel (the rule and the bound: kernels/common/tc_filter.hpp).
+//
+// A block is 4 warps of 64 queries each; blockIdx.x = query group × splits + split. A warp holds
+// its 4 tiles of 16 queries as TF32 A fragments of −2(q − c) (m16n8k8: lane (g, t) = (lane / 4,
+// lane % 4) holds rows g and g + 8, columns t and t + 4 of each 8-dimension slice). The block
+// stages 256 rows of its split at a time in shared memory, with each row's ‖r − c‖² (fp32); every
+// warp then takes the stage 8 rows per step: lane (g, t) reads row g, columns t and t + 4 of every
+// slice, less c, as the B fragment and the norms of rows 2t and 2t + 1 (the columns its
+// accumulators hold) as C. One mma.sync per slice and tile gives ‖r − c‖² − 2 (q − c)·(r − c) for
+// 16 queries × 8 rows. A lane keeps, for each of its 8 queries, the best exact (distance, index)
+// it knows and the score threshold that follows from it; a score at or below the threshold makes
+// the row a candidate, whose distance is computed as the fused scan computes it (first term a
+// product, then fused multiply-adds, in dimension order; from shared memory for k ≤ 16, where the
+// block also keeps its queries) and offered to the query's packed key in
+// global memory by atomicMin. At every stage a lane reads the keys back, so a query's threshold
+// tightens with what every block has found; the keys start from seed_kernel's exact distances to
+// 256 rows of the first chunk.
+//
+// Why nothing is lost: let (d*, r*) be the scan's answer and (b, i) any exact pair a lane knows.
+// d* ≤ b; the true squared distance D(r*) ≤ d*·(1 + 2^-18) (the fp32 sum's error, k ≤ 32);
+// D(r*) = ‖q − c‖² + S(r*) with S the true score; the computed score is at most S(r*) + E. So
+// score(r*) ≤ b·(1 + 2^-18) − ‖q − c‖² + E, which the threshold bounds from above (rounded up,
+// with ‖q − c‖² taken from below). A row above the threshold cannot be the answer, nor tie with it.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/fused_scan.cuh"
+#include "kernels/common/tc_filter.hpp"
+
+namespace knn::gpu::tc {
+
+// Rows of the first chunk whose exact distance seeds every query's key before the filter runs.
+constexpr int kSeedRows = 256;
+constexpr int kSeedBlock = 128;
+
+struct Slot {
+  float best;          // the best exact distance known for the query (+inf: none yet)
+  std::int32_t index;  // its row (-1: none)
+  float threshold;     // a score above this cannot beat (best, index); -inf for a slot past m
+  float norm_low;      // a lower bound of ‖q − c‖²
+};
+
+__device__ __forceinline__ float threshold_for(float best, float norm_low, float band) {
+  return __fadd_ru(__fsub_ru(__fmul_ru(best, 1.f + 0x1p-18f), norm_low), band);
+}
+
+// The fused scan's distance (kernels/common/fused_scan.cuh, group_distances): equal bit for bit.
+// The rows may be in global or shared memory.
+__device__ __forceinline__ float exact_distance(const float* q, const float* r, int dim) {
+  float e = q[0] - r[0];
+  float s = __fmul_rn(e, e);
+  for (int t = 1; t < dim; ++t) {
+    e = q[t] - r[t];
+    s = __fmaf_rn(e, e, s);
+  }
+  return s;
+}
+
+// A warp per query: the exact distance (the scan's) to kSeedRows rows spread over
+// [a.row_begin, a.row_end), offered to the query's key. Without it every lane starts with no
+// threshold and takes its first rows as candidates until a refresh brings in what others found.
+__global__ void __launch_bounds__(kSeedBlock) seed_kernel(scan::Args a) {
+  const int lane = threadIdx.x & 31;
+  const long long q = ((long long)blockIdx.x * kSeedBlock + threadIdx.x) / 32;
+  if (q >= a.m) return;  // the whole warp
+  const long long rows = a.row_end - a.row_begin;
+  unsigned long long best = scan::pack(INFINITY, -1);
+  for (int s = lane; s < kSeedRows; s += 32) {
+    const int row = a.row_begin + int(rows * s / kSeedRows);
+    if (a.self_join && row == q) continue;
+    const float e = exact_distance(a.queries + std::size_t(q) * a.dim, a.references + std::size_t(row) * a.dim, a.dim);
+    const unsigned long long key = scan::pack(e, row);
+    best = key < best ? key : best;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) {
+    const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, off);
+    best = other < best ? other : best;
+  }
+  if (lane == 0) atomicMin(a.best + q, best);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ std::uint32_t to_tf32(float x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
+
+// SPLIT: every value is carried as two TF32 numbers, hi + lo, and each product as hi·hi + hi·lo +
+// lo·hi (three mma.sync): the score is then about as precise as fp32, the band about 25 times
+// narrower, at three times the tensor work (taken where that work is small: k ≤ 8).
+template <int KS, bool SPLIT>
+__global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan::Args a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr unsigned kAll = 0xffffffffu;
+  // Row stride of the staged rows: 8·KS values and 4 of padding, so the 8 rows × 4 columns a
+  // fragment load touches fall in 32 different banks.
+  constexpr int kStride = kTcSliceDims * KS + 4;
+  // The block's queries as given (k ≤ 16: a candidate's distance then reads shared memory only;
+  // above, the queries' rows are read through the cache).
+  constexpr bool kSharedQueries = KS <= 2;
+  constexpr int kQueryStride = kTcSliceDims * KS;
+  __shared__ float staged[kTcStageRows * kStride];
+  __shared__ float norms[kTcStageRows];
+  __shared__ float queries[kSharedQueries ? kTcBlockQueries * kQueryStride : 1];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
+  const int q_first = group * kTcBlockQueries + warp * kTcWarpQueries;
+  const float c = a.tc_center, band = a.tc_band;
+  const int dim = a.dim;
+  // Columns past k stay zero for the whole kernel (only columns < k are ever written); their B
+  // values (0 − c) meet zero A columns.
+  for (int i = threadIdx.x; i < kTcStageRows * kStride; i += kTcBlock) staged[i] = 0.f;
+  if constexpr (kSharedQueries) {
+    const int block_first = group * kTcBlockQueries;
+    for (int i = threadIdx.x; i < kTcBlockQueries * dim; i += kTcBlock) {
+      const int ql = i / dim, col = i - ql * dim;
+      queries[ql * kQueryStride + col] = block_first + ql < a.m ? __ldg(a.queries + std::size_t(block_first + ql) * dim + col) : 0.f;
+    }
+  }
+
+  constexpr int P = SPLIT ? 2 : 1;  // [0] hi (or the single TF32 value), [1] lo
+  std::uint32_t frag[kTcTiles][KS][P][4];
+  Slot slot[kTcTiles][2];
+#pragma unroll
+  for (int t = 0; t < kTcTiles; ++t) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int q = q_first + t * kTcTileQueries + g + 8 * h;
+      Slot& s = slot[t][h];
+      if (q < a.m) {
+        const float* row = a.queries + std::size_t(q) * dim;
+        float norm = 0.f;
+        for (int i = 0; i < dim; ++i) {
+          const float x = __ldg(row + i) - c;
+          norm = __fmaf_rn(x, x, norm);
+        }
+        s.norm_low = __fmul_rd(norm, 1.f - 0x1p-18f);
+        s.best = INFINITY, s.index = -1;
+        s.threshold = INFINITY;  // set from the query's key at the first stage
+      } else {
+        s.best = INFINITY, s.index = -1, s.norm_low = 0.f, s.threshold = -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int k8 = 0; k8 < KS; ++k8)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int q = q_first + t * kTcTileQueries + g + 8 * (e & 1);
+        const int col = k8 * kTcSliceDims + t4 + 4 * (e >> 1);
+        const float x = q < a.m && col < dim ? -2.f * (__ldg(a.queries + std::size_t(q) * dim + col) - c) : 0.f;
+        frag[t][k8][0][e] = to_tf32(x);
+        if constexpr (SPLIT) frag[t][k8][P - 1][e] = to_tf32(x - __uint_as_float(frag[t][k8][0][e]));
+      }
+  }
+
+  const long long rows = (long long)a.row_end - a.row_begin;
+  const long long stages = (rows + kTcStageRows - 1) / kTcStageRows;
+  const long long s_end = stages * (split + 1) / a.splits;
+  unsigned candidates = 0;
+  for (long long st = stages * split / a.splits; st < s_end; ++st) {
+    const int base = a.row_begin + int(st) * kTcStageRows;
+    // The queries' keys (what every block has found so far), read before the stage's rows so the
+    // two latencies overlap; applied after the barrier.
+    unsigned long long key[kTcTiles][2];
+#pragma unroll
+    for (int t = 0; t < kTcTiles; ++t)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int q = q_first + t * kTcTileQueries + g + 8 * h;
+        key[t][h] = q < a.m ? __ldcg(a.best + q) : ~0ULL;
+      }
+    __syncthreads();  // the previous stage is scored (and, the first time, the zeroing is done)
+    for (int rr = threadIdx.x; rr < kTcStageRows; rr += kTcBlock) {
+      const int row = base + rr;
+      float norm = INFINITY;  // past the chunk: never a candidate
+      if (row < a.row_end) {
+        const float* rp = a.references + std::size_t(row) * dim;
+        norm = 0.f;
+        for (int i = 0; i < dim; ++i) {
+          const float v = __ldg(rp + i), x = v - c;
+          norm = __fmaf_rn(x, x, norm);
+          staged[rr * kStride + i] = v;
+        }
+      }
+      norms[rr] = norm;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < kTcTiles; ++t)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        Slot& s = slot[t][h];
+        if (key[t][h] < scan::pack(s.best, s.index)) {
+          s.best = __uint_as_float(unsigned(key[t][h] >> 32)), s.index = std::int32_t(unsigned(key[t][h]));
+          s.threshold = threshold_for(s.best, s.norm_low, band);
+        }
+      }
+    const int stage_rows = min(kTcStageRows, a.row_end - base);
+    for (int r8 = 0; r8 < stage_rows; r8 += kTcStepRows) {
+      std::uint32_t b[KS][P][2];
+      const float* mine = staged + (r8 + g) * kStride + t4;
+#pragma unroll
+      for (int k8 = 0; k8 < KS; ++k8)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float x = mine[k8 * kTcSliceDims + 4 * e] - c;
+          b[k8][0][e] = to_tf32(x);
+          if constexpr (SPLIT) b[k8][P - 1][e] = to_tf32(x - __uint_as_float(b[k8][0][e]));
+        }
+      const float n0 = norms[r8 + 2 * t4], n1 = norms[r8 + 2 * t4 + 1];
+#pragma unroll
+      for (int t = 0; t < kTcTiles; ++t) {
+        float d[4] = {n0, n1, n0, n1};
+#pragma unroll
+        for (int k8 = 0; k8 < KS; ++k8) {
+          if constexpr (SPLIT) {  // the small terms first
+            mma_tf32(d, frag[t][k8][0], b[k8][1][0], b[k8][1][1]);
+            mma_tf32(d, frag[t][k8][1], b[k8][0][0], b[k8][0][1]);
+          }
+          mma_tf32(d, frag[t][k8][0], b[k8][0][0], b[k8][0][1]);
+        }
+        const bool hit = d[0] <= slot[t][0].threshold || d[1] <= slot[t][0].threshold ||
+                         d[2] <= slot[t][1].threshold || d[3] <= slot[t][1].threshold;
+        if (hit) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            Slot& s = slot[t][j >> 1];
+            if (!(d[j] <= s.threshold)) continue;
+            const int row = base + r8 + 2 * t4 + (j & 1);
+            const int q = q_first + t * kTcTileQueries + g + 8 * (j >> 1);
+            if (row >= a.row_end || (a.self_join && row == q)) continue;
+            ++candidates;
+            float e;
+            if constexpr (kSharedQueries)
+              e = exact_distance(queries + (warp * kTcWarpQueries + t * kTcTileQueries + g + 8 * (j >> 1)) * kQueryStride,
+                                 staged + (r8 + 2 * t4 + (j & 1)) * kStride, dim);
+            else
+              e = exact_distance(a.queries + std::size_t(q) * dim, a.references + std::size_t(row) * dim, dim);
+            if (e < s.best || (e == s.best && row < s.index)) {
+              s.best = e, s.index = row, s.threshold = threshold_for(e, s.norm_low, band);
+              atomicMin(a.best + q, scan::pack(e, row));
+            }
+          }
+        }
+      }
+      __syncwarp();
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) candidates += __shfl_xor_sync(kAll, candidates, off);
+  if (lane == 0 && candidates > 0) atomicAdd(a.tc_candidates, (unsigned long long)candidates);
+#else
+  __trap();  // the plan takes this kernel only on compute capability 8.0 and later
+#endif
+}
+
+}  // namespace knn::gpu::tc

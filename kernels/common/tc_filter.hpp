@@ -1,0 +1,78 @@
+#pragma once
+// v15's tensor-core filter for the nearest neighbour (topk = 1) of float data. The tensor cores
+// score every (query, row) pair with TF32 inputs: S(r) = ‖r − c‖² − 2 (q − c)·(r − c), which
+// orders the rows of one query as ‖q − r‖² does (c is the centre of the values' range). The
+// score is not exact, but its error is bounded (score_error_bound below, from the range the
+// harness found before the call), so a row can only be the answer when its score is within the
+// bound of the best exact distance found so far. Those rows, the candidates, get the fused scan's
+// own fp32 distance Σ(q − r)²; all others are passed over. The answer is the scan's, bit for bit:
+// the filter only decides which rows need their distance computed. Host code, tested on the CPU.
+#include <string>
+#include <vector>
+
+#include "core/problem.hpp"
+#include "kernels/common/env_knob.hpp"
+
+namespace knn::gpu {
+
+// KNN_V15_TC: "auto" (the default: topk = 1, 8 ≤ k ≤ 32, m ≥ 64, n ≥ 2^18), "off" (the fused scan),
+// "on" (wherever the filter applies, whatever the shape).
+using TcMode = knn::env::Mode;
+inline TcMode tc_mode_from_environment() { return knn::env::mode_knob("KNN_V15_TC"); }
+
+// A warp holds 4 tiles of 16 queries (the m16n8k8 TF32 shape) and scores 8 rows per step; a block
+// is 4 warps with 64 queries each, which score the same 256 rows at a time, staged in shared memory.
+inline constexpr int kTcTileQueries = 16;
+inline constexpr int kTcTiles = 4;
+inline constexpr int kTcWarps = 4;
+inline constexpr int kTcWarpQueries = kTcTileQueries * kTcTiles;
+inline constexpr int kTcBlockQueries = kTcWarpQueries * kTcWarps;
+inline constexpr int kTcBlock = 32 * kTcWarps;
+inline constexpr int kTcStepRows = 8;
+inline constexpr int kTcStageRows = 256;
+inline constexpr int kTcSliceDims = 8;  // one m16n8k8 product covers 8 dimensions
+// At most 4 slices (k ≤ 32): the A fragments of 4 tiles stay in registers.
+inline constexpr int kTcMaxDim = 32;
+// The automatic rule (configs/tc-shapes.json on an H100, top-1 of uniform points, filter against
+// the fused scan): k = 3 loses at every m and n measured (case 10: 0.69 ms, 0.77 with split values,
+// against 0.64), k = 8 wins (1024 × 2^20: 0.87 against 1.20), k = 16 wins from n = 2^18 (0.52
+// against 0.67) and loses at 2^16 (0.35 against 0.26), and 64 queries tie at the copy floor.
+inline constexpr int kTcMinDim = 8;
+inline constexpr int kTcMinQueries = kTcWarpQueries;
+inline constexpr int kTcMinRows = 1 << 18;
+// A block stages at least this many row tiles of its split.
+inline constexpr long long kTcMinStagesPerBlock = 2;
+
+struct TcPlan {
+  bool chosen = false;
+  std::string why;       // when not chosen: the reason, for the path line
+  int slices = 0;        // ceil(k / 8)
+  bool split = false;    // tc_split(k)
+  float center = 0.f;    // c: subtracted from every value before it is rounded to TF32
+  float half_span = 0.f; // H ≥ |x − c| for every value x (rounded up)
+  float band = 0.f;      // E ≥ |computed score − true score| for every pair (rounded up)
+  int query_groups = 0;  // blocks along the queries: ceil(m / 256)
+  int splits = 1;        // blocks along one chunk's rows
+  std::vector<int> chunk_rows;
+  int chunks() const { return int(chunk_rows.size()) - 1; }
+  int blocks_per_chunk() const { return query_groups * splits; }
+};
+
+// The bound E on |computed − true score| for k dimensions whose centred values lie in [-H, H]:
+// with W = k·H², TF32 rounding of both factors (2^-11 each, and the fp32 centring) costs at most
+// 1.01·2^-9·W over the k products, the tensor core's fp32 sums (modelled at 2^-20 per added term,
+// looser than any rounding or truncation of a 24-bit sum) 3.02·(8·slices + 1)·2^-20·W, and the
+// fp32 norm ‖r − c‖² (k + 3)·2^-23·W; the total is widened by 1 %.
+// With `split` (each value hi + lo in TF32, products hi·hi + hi·lo + lo·hi): the dropped lo·lo
+// and the rounding of lo cost 7.3·2^-22·W, the sums 3.02·(3·8·slices + 1)·2^-20·W.
+double tc_score_error_bound(int dim, double half_span, bool split = false);
+// Whether the filter splits the values of a k-dimensional problem: below 8 dimensions, which only
+// KNN_V15_TC=on takes (the band shrinks about 25-fold; on clustered 3-D points 5365 candidates per
+// query became 175, but on uniform ones the three products cost more than the candidates saved).
+inline bool tc_split(int dim) { return dim < kTcSliceDims; }
+
+// The plan for problem p on a device of compute capability cc_major (TF32 needs 8) that holds
+// `resident_blocks` filter blocks at once. `single_chunk` as in plan_scan.
+TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk);
+
+}  // namespace knn::gpu
