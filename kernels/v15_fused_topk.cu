@@ -13,7 +13,9 @@
 // tensor-core path instead (kernels/common/exact_int8.hpp; KNN_V15_INT8=off|on|auto). The nearest
 // neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18 is found by the tensor-core filter
 // (kernels/common/tc_filter.hpp; KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound
-// pick the rows whose exact distance is computed; the answers are the scan's.
+// pick the rows whose exact distance is computed; the answers are the scan's. Below 8 dimensions
+// (topk 1, k >= 2, m >= 32, n >= 2^20) the same filter runs on CUDA cores with fp32 scores in the scan's
+// own layout (kernels/common/fp32_filter.cuh; KNN_V15_FP32_FILTER=off|on|auto).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -30,6 +32,7 @@
 #include "core/problem.hpp"
 #include "core/registry.hpp"
 #include "kernels/common/exact_int8.hpp"
+#include "kernels/common/fp32_filter.cuh"
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/fused_topk.hpp"
 #include "kernels/common/scan_plan.hpp"
@@ -90,6 +93,22 @@ Kernel pick_filter(int dim) {
   }
 }
 
+// The fp32 filter's kernel for k dimensions and Q queries per thread (nullptr above its limit).
+template <int Q>
+Kernel pick_fp32(int dim) {
+  switch (dim) {
+    case 1: return gpu::f32::filter_kernel<1, Q>;
+    case 2: return gpu::f32::filter_kernel<2, Q>;
+    case 3: return gpu::f32::filter_kernel<3, Q>;
+    case 4: return gpu::f32::filter_kernel<4, Q>;
+    case 5: return gpu::f32::filter_kernel<5, Q>;
+    case 6: return gpu::f32::filter_kernel<6, Q>;
+    case 7: return gpu::f32::filter_kernel<7, Q>;
+    default: return nullptr;
+  }
+}
+static_assert(gpu::kFp32MaxDim == 7, "pick_fp32 compiles k = 1 .. kFp32MaxDim");
+
 Kernel pick(int dim, List l) {
   switch (l) {
     case List::one: return pick_dim<List::one>(dim);
@@ -110,10 +129,11 @@ const char* list_name(List l) {
 
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
 
-gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks) {
+// The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread.
+gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries = 0) {
   const List l = list_for(p.topk);
-  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, queries_per_thread(l), resident_blocks,
-                        p.self_join || l == List::heap);
+  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, filter_queries > 0 ? filter_queries : queries_per_thread(l),
+                        resident_blocks, p.self_join || l == List::heap);
 }
 
 // Partial lists go through the merge unless each query has exactly one (written in place) or
@@ -141,11 +161,21 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                            : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
   const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
                                       (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
-  const Kernel kernel = tc.chosen ? tc_kernel : pick(p.dim, list);
-  const int per_sm = cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(kernel), gpu::kScanBlock);
-  const gpu::ScanPlan plan = plan_for(p, (long long)std::max(1, per_sm) * info.sm_count);
-  const long long partials = tc.chosen ? 1 : plan.partials();
-  const bool merge = !tc.chosen && needs_merge(plan, list);
+  gpu::Fp32Plan f32;
+  if (tc.chosen)
+    f32.why = "the tensor-core filter runs";
+  else
+    f32 = gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
+  const bool filter = tc.chosen || f32.chosen;
+  const Kernel scan_kernel =
+      !f32.chosen ? pick(p.dim, list) : f32.queries_per_thread == 4 ? pick_fp32<4>(p.dim) : pick_fp32<8>(p.dim);
+  const int per_sm =
+      cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(scan_kernel), gpu::kScanBlock);
+  const gpu::ScanPlan plan =
+      plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, f32.chosen ? f32.queries_per_thread : 0);
+  const Kernel kernel = tc.chosen ? tc_kernel : scan_kernel;
+  const long long partials = filter ? 1 : plan.partials();
+  const bool merge = !filter && needs_merge(plan, list);
   const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
   const int blocks = tc.chosen ? tc.blocks_per_chunk() : plan.blocks_per_chunk();
   const int block_threads = tc.chosen ? gpu::kTcBlock : gpu::kScanBlock;
@@ -162,7 +192,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<unsigned long long> best(list == List::one ? p.m : 0, copy);
   cuda::StreamBuffer<float> heap_distances(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
-  cuda::StreamBuffer<unsigned long long> candidates(tc.chosen ? 1 : 0, copy);
+  cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
   if (merge) merger = std::make_unique<gpu::PartialMerge>(p.m, partials * p.topk, p.topk, copy);
 
@@ -172,7 +202,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   a.dim = p.dim, a.m = p.m, a.topk = p.topk, a.self_join = p.self_join;
   a.splits = tc.chosen ? tc.splits : plan.splits;
   a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
-  a.tc_center = tc.center, a.tc_band = tc.band, a.tc_candidates = candidates.data();
+  a.tc_center = tc.chosen ? tc.center : f32.center, a.tc_band = tc.chosen ? tc.band : f32.band;
+  a.tc_candidates = candidates.data();
   a.partials = partials;
   a.partial_distances = merge ? partial_distances.data() : distances.data();
   a.partial_indices = merge ? partial_indices.data() : indices.data();
@@ -185,7 +216,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   std::vector<cuda::Event> copied(chunks);
   start.record(copy);
   if (list == List::one) gpu::fill_worst_keys(best.data(), p.m, copy);
-  if (tc.chosen) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), copy));
+  if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), copy));
   if (!p.self_join)
     KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
                                  cudaMemcpyHostToDevice, copy));
@@ -199,7 +230,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   for (int c = 0; c < chunks; ++c) {
     KNN_CUDA_TRY(cudaStreamWaitEvent(search, copied[c].get(), 0));
     if (c == 0) search_start.record(search);
-    if (c == 0 && tc.chosen) {
+    if (c == 0 && filter) {
       a.row_begin = chunk_rows[0], a.row_end = chunk_rows[1];
       const long long threads = (long long)p.m * 32;
       gpu::tc::seed_kernel<<<int((threads + gpu::tc::kSeedBlock - 1) / gpu::tc::kSeedBlock), gpu::tc::kSeedBlock, 0,
@@ -219,10 +250,11 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
   merged.record(copy);
   cuda::download_answers(p, indices.data(), distances.data(), out, copy);
-  unsigned long long exact_count = 0;
-  if (tc.chosen)
-    KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates.data(), sizeof exact_count, cudaMemcpyDeviceToHost, copy));
   done.record(copy);
+  // The filters' candidate count, after the last timed event (it is no part of the answer).
+  unsigned long long exact_count = 0;
+  if (filter)
+    KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates.data(), sizeof exact_count, cudaMemcpyDeviceToHost, copy));
   copy.synchronize();
 
   // Spans, not exclusive shares: "h2d" and "kernel" overlap by as much as the chunks overlap, so
@@ -248,6 +280,19 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         chunks, chunks == 1 ? "" : "s");
     return;
   }
+  if (f32.chosen) {
+    ctx.path = fmt::format(
+        "fp32 filter: k={} compiled in, {} queries per thread, scores ||r-c||^2 - 2(q-c).(r-c) in fp32 with c = {:g}, "
+        "error bound {:.3g} (values within {:g} of c); {} exact fp32 distances in 4-row groups holding a candidate ({:.1f} per query, "
+        "{:.4f} % of the pairs; {} seed distances per query besides); blocks of {} = {} query x {} row threads, {} "
+        "query group{} x {} split{} x {} chunk{} (copy on one stream, search on another); best pair merged by "
+        "atomicMin; tensor-core filter not taken: {}",
+        p.dim, f32.queries_per_thread, f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
+        100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
+        plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
+        plan.splits == 1 ? "" : "s", chunks, chunks == 1 ? "" : "s", tc.why);
+    return;
+  }
   ctx.path = fmt::format(
       "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {} "
       "chunk{} (copy on one stream, search on another); {} partial list{} per query{}",
@@ -257,7 +302,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       chunks, chunks == 1 ? "" : "s", partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
   if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
-  if (p.values.known && p.topk == 1) ctx.path += fmt::format("; tensor-core filter not taken: {}", tc.why);
+  if (p.values.known && p.topk == 1)
+    ctx.path += fmt::format("; tensor-core filter not taken: {}; fp32 filter not taken: {}", tc.why, f32.why);
 }
 
 std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {

@@ -32,6 +32,12 @@
 #               tensor-core filter where its rule takes it), v15 alone with KNN_V15_TC=off, and
 #               configs/tc-shapes.json with KNN_V15_TC=off and on
 #                                                  -> v15/default{,-tc-off}.*, v15/tc-shapes-{off,on}.*, tests.log
+#   fp32        v15's fp32 filter on CUDA cores: v15's tests (GPU and CPU), the default matrix with v4, v6,
+#               v7 and v15 (the filters where their rules take them), v15 with KNN_V15_FP32_FILTER=off and
+#               with 4 queries per thread, and configs/fp32-shapes.json with the filter off and on
+#                                                  -> fp32/default{,-off,-q4}.*, fp32/shapes-{off,on}.*, tests.log
+#   hostvar     the host-side movement between processes (scripts/tune/process-variance.sh, 3 runs of
+#               each OpenMP wait policy, alternating)              -> hostvar/*, hostvar/summary.txt
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
@@ -55,7 +61,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -224,6 +230,37 @@ for step in "${steps[@]}"; do
           --md "$OUT/v15/tc-shapes-$mode.md" "${extra[@]}" >"$OUT/v15/tc-shapes-$mode.log" 2>&1 || status=1
         sed -n '/^Median wall time/,$p' "$OUT/v15/tc-shapes-$mode.log"
       done
+      ;;
+    fp32)
+      mkdir -p "$OUT/fp32"
+      log "v15: its tests (GPU and CPU)"
+      "$BUILD_DIR/tests/knn_tests" --gtest_filter='*GpuV15*:V15*' >"$OUT/fp32/tests.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/fp32/tests.log" | head -n 20
+      log "v15: default matrix (the filters where their rules take them) beside v4, v6 and v7"
+      "$bin" --version v4,v6,v7,v15 --json "$OUT/fp32/default.json" --md "$OUT/fp32/default.md" "${extra[@]}" \
+        >"$OUT/fp32/default.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/fp32/default.log"
+      log "v15: default matrix with KNN_V15_FP32_FILTER=off, and cases 8-11 with 4 queries per thread"
+      KNN_V15_FP32_FILTER=off "$bin" --version v15 --json "$OUT/fp32/default-off.json" --md "$OUT/fp32/default-off.md" \
+        "${extra[@]}" >"$OUT/fp32/default-off.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/fp32/default-off.log"
+      KNN_V15_FP32_QUERIES=4 "$bin" --version v15 --case 8-11 --json "$OUT/fp32/default-q4.json" --md "$OUT/fp32/default-q4.md" \
+        "${extra[@]}" >"$OUT/fp32/default-q4.log" 2>&1 || status=1
+      sed -n '/^Median wall time/,$p' "$OUT/fp32/default-q4.log"
+      quick=(--min-samples 3 --max-time 2 --validate-queries 1024)
+      for mode in off on; do
+        log "v15: configs/fp32-shapes.json with KNN_V15_FP32_FILTER=$mode"
+        KNN_V15_FP32_FILTER=$mode "$bin" --config configs/fp32-shapes.json --version v15 "${quick[@]}" \
+          --json "$OUT/fp32/shapes-$mode.json" --md "$OUT/fp32/shapes-$mode.md" "${extra[@]}" \
+          >"$OUT/fp32/shapes-$mode.log" 2>&1 || status=1
+        sed -n '/^Median wall time/,$p' "$OUT/fp32/shapes-$mode.log"
+      done
+      ;;
+    hostvar)
+      log "host-side movement between processes (scripts/tune/process-variance.sh)"
+      mkdir -p "$OUT/hostvar"
+      scripts/tune/process-variance.sh "$bin" "$OUT/hostvar" ${HOSTVAR_RUNS:-3} ${HOSTVAR_CONDS:-default passive} >"$OUT/hostvar/summary.txt" 2>&1 || status=1
+      cat "$OUT/hostvar/summary.txt"
       ;;
     sanitize)
       if ! command -v compute-sanitizer >/dev/null 2>&1; then

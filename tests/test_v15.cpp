@@ -45,10 +45,16 @@ struct V15Case {
   // The tensor-core filter: KNN_V15_TC for the call ("" leaves it unset) and whether it must run.
   std::string tc = "";
   bool expect_tc = false;
+  // The fp32 filter: KNN_V15_FP32_FILTER and KNN_V15_FP32_QUERIES ("" leaves them unset), and
+  // whether it must run.
+  std::string f32 = "";
+  std::string f32_queries = "";
+  bool expect_f32 = false;
   std::string name() const {
-    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
+    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
                        int8.empty() ? std::string() : "_int8" + int8, tc.empty() ? std::string() : "_tc" + tc,
+                       f32.empty() ? std::string() : "_f32" + f32 + (f32_queries.empty() ? "" : "q" + f32_queries),
                        offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))));
   }
 };
@@ -172,6 +178,50 @@ std::vector<V15Case> tc_cases() {
   return out;
 }
 
+V15Case f32_case(std::string mode, bool expect, int dim, int m, int n, bool self_join = false,
+                 Distribution dist = Distribution::uniform, std::uint32_t integer_max = kDefaultIntegerMax,
+                 float offset = 0.f, int checked_rows = 0, std::string queries = "") {
+  V15Case c = make(dim, m, n, 1, self_join, dist, integer_max, checked_rows);
+  c.f32 = std::move(mode);
+  c.expect_f32 = expect;
+  c.f32_queries = std::move(queries);
+  c.offset = offset;
+  return c;
+}
+
+// The fp32 filter (kernels/common/fp32_filter.cuh), topk 1: every k it compiles (1..7), both
+// query counts per thread, query slots past m (m = 1, 7, 8, 9, 33, 129), rows not a multiple of
+// the 4-row group and fewer than one, ties everywhere (integers, duplicates), clusters, values far
+// from 0, a spread that widens the band, self-joins, and the automatic rule on both sides.
+std::vector<V15Case> f32_cases() {
+  std::vector<V15Case> out;
+  for (int dim = 1; dim <= 7; ++dim)
+    for (const char* q : {"", "4"})
+      out.push_back(f32_case("on", true, dim, 1024, 65537, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97, q));
+  for (int m : {1, 7, 8, 9, 33, 129}) out.push_back(f32_case("on", true, 3, m, 5003));
+  for (int n : {1, 2, 3, 4, 5, 100}) out.push_back(f32_case("on", true, 3, 70, n));
+  for (int dim : {3, 7})
+    for (const char* q : {"", "4"}) {
+      out.push_back(f32_case("on", true, dim, 300, 20011, false, Distribution::integers, 4, 0.f, 0, q));
+      out.push_back(f32_case("on", true, dim, 300, 20011, false, Distribution::duplicates, kDefaultIntegerMax, 0.f, 0, q));
+      out.push_back(f32_case("on", true, dim, 300, 20011, false, Distribution::clusters, kDefaultIntegerMax, 0.f, 0, q));
+      out.push_back(f32_case("on", true, dim, 300, 20011, false, Distribution::uniform, kDefaultIntegerMax, 6400.f, 0, q));
+      out.push_back(f32_case("on", true, dim, 300, 20011, false, Distribution::integers, 1000000, 0.f, 0, q));
+      out.push_back(f32_case("on", true, dim, 0, 20011, true, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, q));
+      out.push_back(f32_case("on", true, dim, 0, 20011, true, Distribution::integers, 3, 0.f, 0, q));
+    }
+  out.push_back(f32_case("on", true, 2, 0, 1, true));
+  out.push_back(f32_case("on", true, 2, 0, 2, true));
+  out.push_back(f32_case("on", false, 8, 100, 5003));  // k = 8: the tensor-core filter's range
+  out.push_back(f32_case("auto", true, 3, gpu::kFp32MinQueries, gpu::kFp32MinRows));
+  out.push_back(f32_case("auto", false, 3, gpu::kFp32MinQueries - 1, gpu::kFp32MinRows));
+  out.push_back(f32_case("auto", false, 3, 1024, gpu::kFp32MinRows - 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  out.push_back(f32_case("auto", false, 1, 1024, gpu::kFp32MinRows, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  out.push_back(f32_case("auto", true, 3, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  out.push_back(f32_case("off", false, 3, 1024, 1 << 17, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  return out;
+}
+
 struct Points {
   std::vector<float> queries, references;
   Problem problem;
@@ -188,7 +238,7 @@ struct Points {
     }
     problem = Problem{c.dim, c.m, c.n, c.topk, c.self_join ? references.data() : queries.data(), references.data(),
                       c.self_join};
-    if (!c.int8.empty() || !c.tc.empty())
+    if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty())
       problem.values = examine_values(queries.data(), queries.size(), references.data(), references.size());
   }
 };
@@ -229,14 +279,24 @@ std::string check_against_v0(const V15Case& c) {
   RunContext ctx{timing, env, {}, {}};
   {
     // Whole numbers would take the int8 path first: the filter's cases keep it off.
-    const ScopedEnv mode("KNN_V15_INT8", c.int8.empty() && !c.tc.empty() ? "off" : c.int8);
+    const ScopedEnv mode("KNN_V15_INT8", c.int8.empty() && !(c.tc.empty() && c.f32.empty()) ? "off" : c.int8);
     const ScopedEnv tc_mode("KNN_V15_TC", c.tc);
+    const ScopedEnv f32_mode("KNN_V15_FP32_FILTER", c.f32);
+    const ScopedEnv f32_queries("KNN_V15_FP32_QUERIES", c.f32_queries);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
   EXPECT_EQ(int8, !c.int8.empty()) << c.name() << ": the int8 path " << (int8 ? "ran" : "did not run") << ": " << ctx.path;
   const bool tc = ctx.path.find("tensor-core filter:") != std::string::npos;
   EXPECT_EQ(tc, c.expect_tc) << c.name() << ": the tensor-core filter " << (tc ? "ran" : "did not run") << ": " << ctx.path;
+  if (!c.f32.empty()) {
+    const bool f32 = ctx.path.find("fp32 filter:") != std::string::npos;
+    EXPECT_EQ(f32, c.expect_f32) << c.name() << ": the fp32 filter " << (f32 ? "ran" : "did not run") << ": " << ctx.path;
+    if (f32)
+      EXPECT_NE(ctx.path.find(fmt::format("{} queries per thread", c.f32_queries.empty() ? "8" : c.f32_queries)),
+                std::string::npos)
+          << ctx.path;
+  }
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
@@ -291,6 +351,8 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV15, ::testing::ValuesIn(v15_cases()),
 INSTANTIATE_TEST_SUITE_P(GpuInt8, GpuV15, ::testing::ValuesIn(int8_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuTc, GpuV15, ::testing::ValuesIn(tc_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuFp32, GpuV15, ::testing::ValuesIn(f32_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 
 // Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
@@ -596,6 +658,88 @@ TEST(V15TcPlan, ErrorBoundCoversTf32Rounding) {
   }
   EXPECT_TRUE(gpu::tc_split(7));
   EXPECT_FALSE(gpu::tc_split(8));
+}
+
+// The fp32 filter's rule: topk 1, k < 8, finite examined values, and in the automatic mode
+// enough queries and rows; the reasons name the rule.
+TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
+  std::vector<float> points(3 * 1000, 0.5f);
+  Problem p{3, 1000, 1 << 20, 1, points.data(), points.data()};
+  EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).why, "values not examined");
+  p.values = ValueTraits{true, false, -1.f, 3.f, true};
+  gpu::Fp32Plan a = gpu::plan_fp32(p, gpu::Fp32Mode::automatic);
+  ASSERT_TRUE(a.chosen) << a.why;
+  EXPECT_EQ(a.center, 1.f);
+  EXPECT_GE(a.half_span, 2.f);
+  EXPECT_LE(a.half_span, 2.f * (1 + 1e-5f));
+  EXPECT_GE(double(a.band), gpu::fp32_score_error_bound(3, 2.0));
+  EXPECT_EQ(a.queries_per_thread, gpu::kFp32Queries);
+  EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::off).why, "KNN_V15_FP32_FILTER=off");
+  p.m = gpu::kFp32MinQueries - 1;
+  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).why.find("pays from k ≥ 2, m ≥ 32 and n ≥ 1048576"),
+            std::string::npos);
+  EXPECT_TRUE(gpu::plan_fp32(p, gpu::Fp32Mode::on).chosen);
+  p.m = 1000, p.n = gpu::kFp32MinRows - 1;
+  EXPECT_FALSE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).chosen);
+  EXPECT_TRUE(gpu::plan_fp32(p, gpu::Fp32Mode::on).chosen);
+  p.dim = 8;
+  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("k = 8 > 7"), std::string::npos);
+  p.dim = 1, p.n = 1 << 20;  // k = 1: the scan's pair is cheaper than a score
+  EXPECT_FALSE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).chosen);
+  EXPECT_TRUE(gpu::plan_fp32(p, gpu::Fp32Mode::on).chosen);
+  p.dim = 3, p.topk = 2;
+  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("topk 2"), std::string::npos);
+  p.topk = 1, p.values.finite = false;
+  EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).why, "not every value is finite");
+  p.values = ValueTraits{true, false, -3e18f, 3e18f, true};
+  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("could overflow"), std::string::npos);
+  {
+    const ScopedEnv q("KNN_V15_FP32_QUERIES", "4");
+    p.values = ValueTraits{true, false, 0.f, 1.f, true};
+    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).queries_per_thread, 4);
+  }
+}
+
+// The fp32 score as the kernel computes it (fp32 centring, a product then fused multiply-adds
+// for the norm, fused multiply-adds for the score), against the true score in double, on values
+// spread over [c - H, c + H] for several k, centres and spreads: never off by more than the
+// bound, and the bound not absurdly loose.
+TEST(V15Fp32Plan, ErrorBoundCoversTheFp32Score) {
+  std::uint64_t state = 12345;
+  const auto uniform = [&state]() {  // in [0, 1)
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return double(state >> 11) * 0x1p-53;
+  };
+  for (int dim = 1; dim <= gpu::kFp32MaxDim; ++dim) {
+    double tightest = 0;  // the largest error seen for this k, as a share of its bound
+    for (const auto& [center, half] : {std::pair{0.f, 1.f}, {6400.f, 1.f}, {0.5f, 0.5f}, {-3.f, 1000.f}}) {
+      const double bound = gpu::fp32_score_error_bound(dim, double(half) * (1 + 0x1p-20));
+      double worst = 0;
+      for (int trial = 0; trial < 20000; ++trial) {
+        float q[8], r[8];
+        for (int t = 0; t < dim; ++t) {
+          q[t] = float(center + half * (2 * uniform() - 1));
+          r[t] = float(center + half * (2 * uniform() - 1));
+        }
+        float x[8], norm = 0.f;
+        for (int t = 0; t < dim; ++t) x[t] = r[t] - center;
+        norm = x[0] * x[0];
+        for (int t = 1; t < dim; ++t) norm = std::fmaf(x[t], x[t], norm);
+        float score = norm;
+        for (int t = 0; t < dim; ++t) score = std::fmaf(-2.f * (q[t] - center), x[t], score);
+        double truth = 0;
+        for (int t = 0; t < dim; ++t) {
+          const double xr = double(r[t]) - center, xq = double(q[t]) - center;
+          truth += xr * xr - 2 * xq * xr;
+        }
+        worst = std::max(worst, std::fabs(double(score) - truth));
+      }
+      EXPECT_LE(worst, bound) << "k " << dim << " centre " << center << " half " << half;
+      tightest = std::max(tightest, worst / bound);
+    }
+    // Values near 6400 with a spread of 1 centre exactly (no error at all); the others round.
+    EXPECT_GE(tightest, 1.0 / 200) << "k " << dim;
+  }
 }
 
 TEST(V15TcPlan, ExamineValuesReportsTheRangeOfFiniteData) {

@@ -75,4 +75,38 @@ inline bool tc_split(int dim) { return dim < kTcSliceDims; }
 // `resident_blocks` filter blocks at once. `single_chunk` as in plan_scan.
 TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk);
 
+// The fp32 filter on CUDA cores (kernels/common/fp32_filter.cuh), for k below the tensor-core
+// filter's range, where a TF32 score's band is too wide and the mma's overhead too large. The same
+// score and the same proof as above, with every operation in fp32 in the fused scan's register
+// layout: per pair k fused multiply-adds and one comparison, against the scan's 2k operations and
+// its selection; each row's centring and norm are shared by the kFp32Queries queries of a thread.
+// KNN_V15_FP32_FILTER: "auto" (topk 1, 2 <= k < 8, m >= 32, n >= 2^20), "off",
+// "on" (wherever it applies).
+using Fp32Mode = knn::env::Mode;
+inline Fp32Mode fp32_mode_from_environment() { return knn::env::mode_knob("KNN_V15_FP32_FILTER"); }
+inline constexpr int kFp32MaxDim = kTcMinDim - 1;
+// Queries per thread: 8, or 4 with KNN_V15_FP32_QUERIES=4.
+inline constexpr int kFp32Queries = 8;
+// The automatic rule (configs/fp32-shapes.json on an H100, against the fused scan): k = 1 loses
+// everywhere (the scan's pair is 2 operations), n = 2^16 loses or ties at every k, 2^20 wins at
+// k = 2, 3, 5, 7 from 32 queries (k = 3, 1024 × 2^20: 0.56 ms against 0.66).
+inline constexpr int kFp32MinDim = 2;
+inline constexpr int kFp32MinQueries = 32;
+inline constexpr int kFp32MinRows = 1 << 20;
+
+struct Fp32Plan {
+  bool chosen = false;
+  std::string why;
+  float center = 0.f, half_span = 0.f, band = 0.f;  // as in TcPlan
+  int queries_per_thread = kFp32Queries;
+};
+
+// The bound E on |computed − true score| for fp32 scores of k dimensions whose centred values lie
+// in [-H, H]: W = k·H², and with u = 2^-24 the centring of q and r (u each), the norm's k
+// roundings, the k fused multiply-adds of the score over terms summing to at most 3W: at most
+// (4k + 6)·u·W to first order; widened by 2 % for the higher-order terms, plus 2^-100 for
+// underflow.
+double fp32_score_error_bound(int dim, double half_span);
+Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode);
+
 }  // namespace knn::gpu

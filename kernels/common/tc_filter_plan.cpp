@@ -19,6 +19,11 @@ double tc_score_error_bound(int dim, double half_span, bool split) {
   return 1.01 * rel * w + std::ldexp(1.0, -100);
 }
 
+double fp32_score_error_bound(int dim, double half_span) {
+  const double w = double(dim) * half_span * half_span;
+  return 1.02 * (4.0 * dim + 6.0) * std::ldexp(1.0, -24) * w + std::ldexp(1.0, -100);
+}
+
 namespace {
 
 // The float at or above x.
@@ -28,47 +33,41 @@ float round_up(double x) {
   return f;
 }
 
+// The checks both filters share (the knob not off, topk 1, k within the kernel's limit, every value finite, scores far
+// from overflow) and the centre c and half span H of the values: an empty string when they pass,
+// otherwise the reason. H is widened by 2^-20 before use, so rounding c to float never leaves a
+// value outside [c - H, c + H].
+std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob, int max_dim, double& center,
+                         double& half) {
+  const ValueTraits& v = p.values;
+  if (mode == knn::env::Mode::off) return fmt::format("{}=off", knob);
+  if (p.topk != 1) return fmt::format("topk {}: the filter keeps one neighbour", p.topk);
+  if (p.dim > max_dim) return fmt::format("k = {} > {}", p.dim, max_dim);
+  if (!v.known) return "values not examined";
+  if (!v.finite) return "not every value is finite";
+  center = double(float(0.5 * (double(v.lowest) + double(v.highest))));
+  half = std::max(double(v.highest) - center, center - double(v.lowest)) * (1.0 + std::ldexp(1.0, -20));
+  // The scores themselves must stay far from float's overflow.
+  if (!(double(p.dim) * half * half * 4.0 < 1e36))
+    return fmt::format("values {:g} .. {:g}: scores could overflow", v.lowest, v.highest);
+  return {};
+}
+
 }  // namespace
 
 TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk) {
   TcPlan plan;
-  const ValueTraits& v = p.values;
-  if (mode == TcMode::off) {
-    plan.why = "KNN_V15_TC=off";
-    return plan;
-  }
-  if (p.topk != 1) {
-    plan.why = fmt::format("topk {}: the filter keeps one neighbour", p.topk);
-    return plan;
-  }
-  if (p.dim > kTcMaxDim) {
-    plan.why = fmt::format("k = {} > {}", p.dim, kTcMaxDim);
-    return plan;
-  }
-  if (!v.known) {
-    plan.why = "values not examined";
-    return plan;
-  }
-  if (!v.finite) {
-    plan.why = "not every value is finite";
-    return plan;
-  }
+  double center = 0, half = 0;
+  plan.why = filter_range(p, mode, "KNN_V15_TC", kTcMaxDim, center, half);
+  if (!plan.why.empty()) return plan;
   if (cc_major < 8) {
     plan.why = fmt::format("compute capability {}.x has no TF32 tensor cores", cc_major);
     return plan;
   }
-  const double mid = 0.5 * (double(v.lowest) + double(v.highest));
-  plan.center = float(mid);
-  const double half = std::max(double(v.highest) - double(plan.center), double(plan.center) - double(v.lowest));
+  plan.center = float(center);
   plan.split = tc_split(p.dim);
-  const double bound = tc_score_error_bound(p.dim, half * (1.0 + std::ldexp(1.0, -20)), plan.split);
-  // The scores themselves must stay far from float's overflow.
-  if (!(double(p.dim) * half * half * 4.0 < 1e36)) {
-    plan.why = fmt::format("values {:g} .. {:g}: scores could overflow", v.lowest, v.highest);
-    return plan;
-  }
-  plan.half_span = round_up(half * (1.0 + std::ldexp(1.0, -20)));
-  plan.band = round_up(bound);
+  plan.half_span = round_up(half);
+  plan.band = round_up(tc_score_error_bound(p.dim, half, plan.split));
   plan.slices = (p.dim + kTcSliceDims - 1) / kTcSliceDims;
   if (mode == TcMode::automatic && (p.dim < kTcMinDim || p.m < kTcMinQueries || p.n < kTcMinRows)) {
     plan.why = fmt::format("k = {}, m = {}, n = {}: the filter pays from k ≥ {}, m ≥ {} and n ≥ {}", p.dim, p.m, p.n,
@@ -81,6 +80,24 @@ TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_b
   long long splits = (resident_blocks + plan.query_groups - 1) / plan.query_groups;
   splits = std::min(splits, std::max(1LL, chunk_stages / kTcMinStagesPerBlock));
   plan.splits = int(std::max(1LL, splits));
+  plan.chosen = true;
+  return plan;
+}
+
+Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
+  Fp32Plan plan;
+  double center = 0, half = 0;
+  plan.why = filter_range(p, mode, "KNN_V15_FP32_FILTER", kFp32MaxDim, center, half);
+  if (!plan.why.empty()) return plan;
+  plan.center = float(center);
+  plan.half_span = round_up(half);
+  plan.band = round_up(fp32_score_error_bound(p.dim, half));
+  if (mode == Fp32Mode::automatic && (p.dim < kFp32MinDim || p.m < kFp32MinQueries || p.n < kFp32MinRows)) {
+    plan.why = fmt::format("k = {}, m = {}, n = {}: the filter pays from k ≥ {}, m ≥ {} and n ≥ {}", p.dim, p.m, p.n,
+                           kFp32MinDim, kFp32MinQueries, kFp32MinRows);
+    return plan;
+  }
+  plan.queries_per_thread = knn::env::int_knob("KNN_V15_FP32_QUERIES", 4, 8, "v15", " (4 or 8)").value_or(kFp32Queries) >= 8 ? 8 : 4;
   plan.chosen = true;
   return plan;
 }
