@@ -269,6 +269,7 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   sort_report(rep);
   for (auto& note : ground_truth_notes(rep.pairs)) rep.notes.push_back(std::move(note));
   add_geomeans(rep);
+  for (auto& note : drift_notes(rep.geomeans, opts.min_effect_pct)) rep.notes.push_back(std::move(note));
   if (rep.pairs.empty()) rep.nothing_compared = nothing_compared_reason(rep, kept_a.size(), kept_b.size(), !opts.versions.empty() || !opts.cases.empty());
   return rep;
 }

@@ -136,5 +136,12 @@ std::vector<std::string> header_notes(const RunSummary& a, const RunSummary& b);
 // published neighbours, the other v0 alone, or other samples of queries): one note per such pair
 // of ground truths, naming the cases and versions. Pairs are still judged: the times are not wrong.
 std::vector<std::string> ground_truth_notes(const std::vector<ComparedPair>& pairs);
+// At least kDriftMinVersions versions, each with kDriftMinPairs or more pairs, whose geometric
+// mean of B/A moved beyond min_effect_pct in the same direction: one note per direction, naming
+// them. The verdicts stand; the note says what such a pattern usually means (the integrity twins
+// of docs/measurement.md: every host-side version +5 to +15 % in the second process).
+inline constexpr int kDriftMinVersions = 3;
+inline constexpr int kDriftMinPairs = 2;
+std::vector<std::string> drift_notes(const std::vector<VersionGeomean>& geomeans, double min_effect_pct);
 
 }  // namespace knn

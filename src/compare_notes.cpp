@@ -1,9 +1,11 @@
 // `knnbench compare`'s notes above the table: what differs between the two runs (devices, hosts,
-// host memory, an incomplete run) and between what their answers were validated against.
+// host memory, an incomplete run), between what their answers were validated against, and
+// unrelated versions that moved together.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -73,6 +75,25 @@ std::vector<std::string> ground_truth_notes(const std::vector<ComparedPair>& pai
     }
     notes.push_back(fmt::format("Validated against different ground truths: A against {}, B against {}, for {}. The times are compared all the same.",
                                 truths.first, truths.second, fmt::join(where, ", ")));
+  }
+  return notes;
+}
+
+std::vector<std::string> drift_notes(const std::vector<VersionGeomean>& geomeans, double min_effect_pct) {
+  std::vector<std::string> notes;
+  for (const int sign : {+1, -1}) {
+    std::vector<const VersionGeomean*> moved;
+    for (const auto& g : geomeans)
+      if (g.pairs >= kDriftMinPairs && std::isfinite(g.geomean) && sign * 100 * (g.geomean - 1) > min_effect_pct) moved.push_back(&g);
+    if (int(moved.size()) < kDriftMinVersions) continue;
+    std::vector<std::string> parts;
+    for (const auto* g : moved) parts.push_back(fmt::format("{} {:+.1f}%", g->version, 100 * (g->geomean - 1)));
+    notes.push_back(fmt::format(
+        "{} versions moved the same way, each beyond --threshold {}% (geometric mean of B/A over its cases): {}. When versions "
+        "with unrelated code move together, the machine's speed usually changed between the runs (load, clocks, the neighbours "
+        "of a virtual machine: compare the runs' load averages, and which phases moved), not their code; a change to code they "
+        "share would do the same (docs/measurement.md).",
+        moved.size(), min_effect_pct, fmt::join(parts, ", ")));
   }
   return notes;
 }

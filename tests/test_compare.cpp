@@ -202,6 +202,44 @@ TEST(Compare, TenPercentSlowerWithOnePercentNoiseIsSlower) {
   EXPECT_EQ(back.exit_code(), 0);
 }
 
+// Three versions of unrelated code all 10 % slower (or faster): a note says they moved together and
+// what that usually means; one or two versions moving, or a move within --threshold, say nothing.
+TEST(Compare, VersionsMovingTogetherAreNoted) {
+  const unsigned seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  const json a = random_doc(rng, 0.01);
+  const auto drift = [](const CompareReport& rep) {
+    std::vector<std::string> out;
+    for (const auto& n : rep.notes)
+      if (n.find("moved the same way") != std::string::npos) out.push_back(n);
+    return out;
+  };
+  const auto slower_only = [&](const std::vector<std::string>& versions) {
+    json d = a;
+    for (auto& r : d["results"])
+      if (std::find(versions.begin(), versions.end(), r["version"].get<std::string>()) != versions.end()) {
+        std::vector<double> s = r["samples_ms"].get<std::vector<double>>();
+        for (double& x : s) x *= 1.10;
+        r = make_result(r["case"], r["version"], s, r["status"]);
+      }
+    return d;
+  };
+  auto notes = drift(knn::compare_documents(a, scaled(a, 1.10), {}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("3 versions moved the same way, each beyond --threshold 5%"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("v0 +10.0%, v2 +10.0%, v10 +10.0%"), std::string::npos) << notes[0];
+  notes = drift(knn::compare_documents(a, scaled(a, 1 / 1.10), {}));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("v0 -9.1%"), std::string::npos) << notes[0];
+  EXPECT_TRUE(drift(knn::compare_documents(a, slower_only({"v2"}), {})).empty());
+  EXPECT_TRUE(drift(knn::compare_documents(a, slower_only({"v2", "v10"}), {})).empty());
+  EXPECT_EQ(drift(knn::compare_documents(a, slower_only({"v0", "v2", "v10"}), {})).size(), 1u);
+  CompareOptions wide;
+  wide.min_effect_pct = 12;
+  EXPECT_TRUE(drift(knn::compare_documents(a, scaled(a, 1.10), wide)).empty());
+}
+
 TEST(Compare, AChangeWithinTheNoiseIsSame) {
   const unsigned seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed {}", seed));
