@@ -89,10 +89,10 @@ std::vector<std::string> drift_notes(const std::vector<VersionGeomean>& geomeans
     std::vector<std::string> parts;
     for (const auto* g : moved) parts.push_back(fmt::format("{} {:+.1f}%", g->version, 100 * (g->geomean - 1)));
     notes.push_back(fmt::format(
-        "{} versions moved the same way, each beyond --threshold {}% (geometric mean of B/A over its cases): {}. When versions "
-        "with unrelated code move together, the machine's speed usually changed between the runs (load, clocks, the neighbours "
-        "of a virtual machine: compare the runs' load averages, and which phases moved), not their code; a change to code they "
-        "share would do the same (docs/measurement.md).",
+        "{} versions moved the same way, each beyond --threshold {}% (geometric mean of B/A over its cases): {}. Many versions "
+        "moving together often means the machine's speed changed between the runs (load, clocks, the neighbours of a virtual "
+        "machine: compare the runs' load averages, and which phases moved) rather than their code; a change to code they share "
+        "does the same (docs/measurement.md). The verdicts above stand.",
         moved.size(), min_effect_pct, fmt::join(parts, ", ")));
   }
   return notes;

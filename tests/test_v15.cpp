@@ -693,10 +693,19 @@ TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).why, "not every value is finite");
   p.values = ValueTraits{true, false, -3e18f, 3e18f, true};
   EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("could overflow"), std::string::npos);
+  p.values = ValueTraits{true, false, 0.f, 1.f, true};
   {
     const ScopedEnv q("KNN_V15_FP32_QUERIES", "4");
-    p.values = ValueTraits{true, false, 0.f, 1.f, true};
     EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).queries_per_thread, 4);
+  }
+  for (const char* bad : {"6", "16", "x"}) {
+    const ScopedEnv q("KNN_V15_FP32_QUERIES", bad);
+    try {
+      gpu::plan_fp32(p, gpu::Fp32Mode::on);
+      ADD_FAILURE() << "KNN_V15_FP32_QUERIES=" << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("KNN_V15_FP32_QUERIES"), std::string::npos) << e.what();
+    }
   }
 }
 
@@ -737,7 +746,7 @@ TEST(V15Fp32Plan, ErrorBoundCoversTheFp32Score) {
       EXPECT_LE(worst, bound) << "k " << dim << " centre " << center << " half " << half;
       tightest = std::max(tightest, worst / bound);
     }
-    // Values near 6400 with a spread of 1 centre exactly (no error at all); the others round.
+    // Values near 6400 with a spread of 1 centre exactly (no error at all at k = 1); the others round.
     EXPECT_GE(tightest, 1.0 / 200) << "k " << dim;
   }
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "kernels/common/scan_plan.hpp"
 #include "kernels/common/tc_filter.hpp"
@@ -97,7 +98,9 @@ Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
                            kFp32MinDim, kFp32MinQueries, kFp32MinRows);
     return plan;
   }
-  plan.queries_per_thread = knn::env::int_knob("KNN_V15_FP32_QUERIES", 4, 8, "v15", " (4 or 8)").value_or(kFp32Queries) >= 8 ? 8 : 4;
+  plan.queries_per_thread = knn::env::int_knob("KNN_V15_FP32_QUERIES", 4, 8, "v15", " (4 or 8)").value_or(kFp32Queries);
+  if (plan.queries_per_thread != 4 && plan.queries_per_thread != 8)
+    throw std::invalid_argument(fmt::format("v15: KNN_V15_FP32_QUERIES = '{}': must be 4 or 8", plan.queries_per_thread));
   plan.chosen = true;
   return plan;
 }
