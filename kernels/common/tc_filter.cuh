@@ -22,6 +22,8 @@
 // D(r*) = ‖q − c‖² + S(r*) with S the true score; the computed score is at most S(r*) + E. So
 // score(r*) ≤ b·(1 + 2^-18) − ‖q − c‖² + E, which the threshold bounds from above (rounded up,
 // with ‖q − c‖² taken from below). A row above the threshold cannot be the answer, nor tie with it.
+// Underflow (subnormal terms in d*, ‖q − c‖² or the score) costs at most a few times 2^-149 per
+// operation: the 2^-100 added to every band covers it.
 #include <cuda_runtime.h>
 
 #include <cstdint>
