@@ -161,11 +161,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                            : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
   const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
                                       (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
-  gpu::Fp32Plan f32;
-  if (tc.chosen)
-    f32.why = "the tensor-core filter runs";
-  else
-    f32 = gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
+  // The fp32 filter is planned only where the tensor-core filter is not taken (its reason is then
+  // never printed).
+  const gpu::Fp32Plan f32 = tc.chosen ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
   const bool filter = tc.chosen || f32.chosen;
   const Kernel scan_kernel =
       !f32.chosen ? pick(p.dim, list) : f32.queries_per_thread == 4 ? pick_fp32<4>(p.dim) : pick_fp32<8>(p.dim);

@@ -36,8 +36,9 @@
 #               v7 and v15 (the filters where their rules take them), v15 with KNN_V15_FP32_FILTER=off and
 #               with 4 queries per thread, and configs/fp32-shapes.json with the filter off and on
 #                                                  -> fp32/default{,-off,-q4}.*, fp32/shapes-{off,on}.*, tests.log
-#   hostvar     the host-side movement between processes (scripts/tune/process-variance.sh, 3 runs of
-#               each OpenMP wait policy, alternating)              -> hostvar/*, hostvar/summary.txt
+#   hostvar     the host-side movement between processes (scripts/tune/process-variance.sh): HOSTVAR_RUNS
+#               (default 3) runs of each of HOSTVAR_CONDS (default "default passive"; also pageable, thp,
+#               pageable-thp), alternating                        -> hostvar/*, hostvar/summary.txt
 #   sanitize    compute-sanitizer memcheck and racecheck, each over every GPU version on cases 0-7 and
 #               over the GPU test suite's awkward sizes (SANITIZE_TIMEOUT s per process, SANITIZE_JOBS at once;
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
@@ -71,6 +72,24 @@ done
 
 status=0
 log() { echo "== gpu-check: $*" | tee -a "$OUT/gpu-check.log"; }
+# One knnbench run: measure STEM [VAR=value ...] -- ARGS writes STEM.{json,md,log} (the variables
+# set for this run only, the step's extra arguments appended) and prints its table.
+measure() {
+  local stem=$1 envs=()
+  shift
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" "$bin" "$@" --json "$stem.json" --md "$stem.md" "${extra[@]}" >"$stem.log" 2>&1 || status=1
+  sed -n '/^Median wall time/,$p' "$stem.log"
+}
+# Shapes measured briefly: a few samples, 1024 queries validated.
+quick=(--min-samples 3 --max-time 2 --validate-queries 1024)
+# v15's tests (GPU and CPU) into DIR/tests.log.
+v15_tests() {
+  log "v15: its tests (GPU and CPU)"
+  "$BUILD_DIR/tests/knn_tests" --gtest_filter='*GpuV15*:V15*' >"$1/tests.log" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$1/tests.log" | head -n 20
+}
 
 log "configure + build in $BUILD_DIR"
 nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv >>"$OUT/gpu-check.log" 2>&1 || true
@@ -193,67 +212,39 @@ for step in "${steps[@]}"; do
       ;;
     int8)
       mkdir -p "$OUT/int8"
-      log "int8: v15's tests (GPU and CPU)"
-      "$BUILD_DIR/tests/knn_tests" --gtest_filter='*GpuV15*:V15*' >"$OUT/int8/tests.log" 2>&1 || status=1
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/int8/tests.log" | head -n 20
-      quick=(--min-samples 3 --max-time 2)
+      v15_tests "$OUT/int8"
       for mode in off auto on; do
         log "int8: configs/int8-shapes.json, v15 with KNN_V15_INT8=$mode"
-        KNN_V15_INT8=$mode "$bin" --config configs/int8-shapes.json --version v15 "${quick[@]}" --json "$OUT/int8/shapes-$mode.json" \
-          --md "$OUT/int8/shapes-$mode.md" "${extra[@]}" >"$OUT/int8/shapes-$mode.log" 2>&1 || status=1
-        sed -n '/^Median wall time/,$p' "$OUT/int8/shapes-$mode.log"
+        measure "$OUT/int8/shapes-$mode" KNN_V15_INT8=$mode -- --config configs/int8-shapes.json --version v15 --min-samples 3 --max-time 2
       done
       if [ -n "${INT8_REAL:-}" ]; then
         log "int8: cases 500 and 501 of $INT8_REAL with v14 and v15"
-        "$bin" --config "$INT8_REAL" --case 500,501 --version v14,v15 --json "$OUT/int8/fmnist.json" --md "$OUT/int8/fmnist.md" \
-          "${extra[@]}" >"$OUT/int8/fmnist.log" 2>&1 || status=1
-        sed -n '/^Median wall time/,$p' "$OUT/int8/fmnist.log"
+        measure "$OUT/int8/fmnist" -- --config "$INT8_REAL" --case 500,501 --version v14,v15
       fi
       ;;
     v15)
       mkdir -p "$OUT/v15"
-      log "v15: its tests (GPU and CPU)"
-      "$BUILD_DIR/tests/knn_tests" --gtest_filter='*GpuV15*:V15*' >"$OUT/v15/tests.log" 2>&1 || status=1
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/v15/tests.log" | head -n 20
+      v15_tests "$OUT/v15"
       log "v15: default matrix with the tensor-core filter (automatic) beside the best of v1-v7 and v14"
-      "$bin" --version v4,v6,v7,v14,v15 --json "$OUT/v15/default.json" --md "$OUT/v15/default.md" "${extra[@]}" \
-        >"$OUT/v15/default.log" 2>&1 || status=1
-      sed -n '/^Median wall time/,$p' "$OUT/v15/default.log"
+      measure "$OUT/v15/default" -- --version v4,v6,v7,v14,v15
       log "v15: default matrix with KNN_V15_TC=off (the fused scan)"
-      KNN_V15_TC=off "$bin" --version v15 --json "$OUT/v15/default-tc-off.json" --md "$OUT/v15/default-tc-off.md" \
-        "${extra[@]}" >"$OUT/v15/default-tc-off.log" 2>&1 || status=1
-      sed -n '/^Median wall time/,$p' "$OUT/v15/default-tc-off.log"
-      quick=(--min-samples 3 --max-time 2 --validate-queries 1024)
+      measure "$OUT/v15/default-tc-off" KNN_V15_TC=off -- --version v15
       for mode in off on; do
         log "v15: configs/tc-shapes.json with KNN_V15_TC=$mode"
-        KNN_V15_TC=$mode "$bin" --config configs/tc-shapes.json --version v15 "${quick[@]}" --json "$OUT/v15/tc-shapes-$mode.json" \
-          --md "$OUT/v15/tc-shapes-$mode.md" "${extra[@]}" >"$OUT/v15/tc-shapes-$mode.log" 2>&1 || status=1
-        sed -n '/^Median wall time/,$p' "$OUT/v15/tc-shapes-$mode.log"
+        measure "$OUT/v15/tc-shapes-$mode" KNN_V15_TC=$mode -- --config configs/tc-shapes.json --version v15 "${quick[@]}"
       done
       ;;
     fp32)
       mkdir -p "$OUT/fp32"
-      log "v15: its tests (GPU and CPU)"
-      "$BUILD_DIR/tests/knn_tests" --gtest_filter='*GpuV15*:V15*' >"$OUT/fp32/tests.log" 2>&1 || status=1
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/fp32/tests.log" | head -n 20
+      v15_tests "$OUT/fp32"
       log "v15: default matrix (the filters where their rules take them) beside v4, v6 and v7"
-      "$bin" --version v4,v6,v7,v15 --json "$OUT/fp32/default.json" --md "$OUT/fp32/default.md" "${extra[@]}" \
-        >"$OUT/fp32/default.log" 2>&1 || status=1
-      sed -n '/^Median wall time/,$p' "$OUT/fp32/default.log"
+      measure "$OUT/fp32/default" -- --version v4,v6,v7,v15
       log "v15: default matrix with KNN_V15_FP32_FILTER=off, and cases 8-11 with 4 queries per thread"
-      KNN_V15_FP32_FILTER=off "$bin" --version v15 --json "$OUT/fp32/default-off.json" --md "$OUT/fp32/default-off.md" \
-        "${extra[@]}" >"$OUT/fp32/default-off.log" 2>&1 || status=1
-      sed -n '/^Median wall time/,$p' "$OUT/fp32/default-off.log"
-      KNN_V15_FP32_QUERIES=4 "$bin" --version v15 --case 8-11 --json "$OUT/fp32/default-q4.json" --md "$OUT/fp32/default-q4.md" \
-        "${extra[@]}" >"$OUT/fp32/default-q4.log" 2>&1 || status=1
-      sed -n '/^Median wall time/,$p' "$OUT/fp32/default-q4.log"
-      quick=(--min-samples 3 --max-time 2 --validate-queries 1024)
+      measure "$OUT/fp32/default-off" KNN_V15_FP32_FILTER=off -- --version v15
+      measure "$OUT/fp32/default-q4" KNN_V15_FP32_QUERIES=4 -- --version v15 --case 8-11
       for mode in off on; do
         log "v15: configs/fp32-shapes.json with KNN_V15_FP32_FILTER=$mode"
-        KNN_V15_FP32_FILTER=$mode "$bin" --config configs/fp32-shapes.json --version v15 "${quick[@]}" \
-          --json "$OUT/fp32/shapes-$mode.json" --md "$OUT/fp32/shapes-$mode.md" "${extra[@]}" \
-          >"$OUT/fp32/shapes-$mode.log" 2>&1 || status=1
-        sed -n '/^Median wall time/,$p' "$OUT/fp32/shapes-$mode.log"
+        measure "$OUT/fp32/shapes-$mode" KNN_V15_FP32_FILTER=$mode -- --config configs/fp32-shapes.json --version v15 "${quick[@]}"
       done
       ;;
     hostvar)

@@ -38,8 +38,8 @@ struct Args {
   unsigned long long* best;  // List::one: a packed (distance, index) key per query, atomicMin'd
   float* heap_distances;     // List::heap: topk slots per thread, slot-major over the grid
   std::int32_t* heap_indices;
-  // The tensor-core filter (kernels/common/tc_filter.cuh): centre, score error bound, and a
-  // counter of the exact distances it computed.
+  // The filters (kernels/common/tc_filter.cuh on tensor cores, fp32_filter.cuh on CUDA cores):
+  // centre, score error bound, and a counter of the exact distances computed.
   float tc_center, tc_band;
   unsigned long long* tc_candidates;
 };

@@ -55,7 +55,6 @@ __device__ __forceinline__ float threshold_for(float best, float norm_low, float
 // registers.
 template <int DIM = 0>
 __device__ __forceinline__ float exact_distance(const float* q, const float* r, int dim = DIM) {
-  if constexpr (DIM > 0) dim = DIM;
   float e = q[0] - r[0];
   float s = __fmul_rn(e, e);
 #pragma unroll

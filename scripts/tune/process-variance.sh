@@ -27,7 +27,7 @@ mkdir -p "$dir"
 } >"$dir/topology.txt" 2>&1
 for run in $(seq 1 "$runs"); do
   for cond in "${conds[@]}"; do
-    envs=(KNN_PROCESS_VARIANCE=1) args=()
+    envs=() args=()
     case "$cond" in
       default) ;;
       passive) envs+=(OMP_WAIT_POLICY=passive) ;;
@@ -41,7 +41,6 @@ for run in $(seq 1 "$runs"); do
     env "${envs[@]}" "$bin" --config configs/trees.json --case 100 --version v11,v13 --max-time 3 "${args[@]}" \
       --validate-queries 1024 --json "$dir/$cond-$run-trees.json" --quiet >/dev/null 2>"$dir/$cond-$run-trees.err" ||
       echo "$cond run $run trees: exit $?"
-    echo "after $cond run $run: $(grep AnonHugePages /proc/meminfo)" >>"$dir/topology.txt"
   done
 done
 python3 - "$dir" "$runs" "${conds[@]}" <<'PY'
