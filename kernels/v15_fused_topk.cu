@@ -31,6 +31,7 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "kernels/common/env_knob.hpp"
 #include "kernels/common/exact_int8.hpp"
 #include "kernels/common/fp32_filter.cuh"
 #include "kernels/common/fused_scan.cuh"
@@ -129,11 +130,25 @@ const char* list_name(List l) {
 
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
 
+// KNN_V15_RAMP=0 cuts the references into equal chunks instead of growing the first ones
+// (scan_plan.hpp); default 1.
+bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
+
 // The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread.
 gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries = 0) {
   const List l = list_for(p.topk);
   return gpu::plan_scan(p.m, p.n, p.dim, p.topk, filter_queries > 0 ? filter_queries : queries_per_thread(l),
-                        resident_blocks, p.self_join || l == List::heap);
+                        resident_blocks, p.self_join || l == List::heap, chunk_ramp());
+}
+
+// "N chunks of a, b, ... MiB (copy on one stream, search on another)" for the path.
+std::string chunks_text(const std::vector<int>& rows, int dim) {
+  const int chunks = int(rows.size()) - 1;
+  std::string sizes;
+  for (int c = 0; c < chunks && chunks > 1; ++c)
+    sizes += fmt::format("{}{:.3g}", c ? ", " : " of ", double(rows[c + 1] - rows[c]) * dim * 4 / (1 << 20));
+  return fmt::format("{} chunk{}{} (copy on one stream, search on another{})", chunks, chunks == 1 ? "" : "s",
+                     sizes.empty() ? "" : sizes + " MiB", chunk_ramp() ? "" : "; KNN_V15_RAMP=0");
 }
 
 // Partial lists go through the merge unless each query has exactly one (written in place) or
@@ -160,7 +175,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       tc_kernel == nullptr ? 0
                            : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
   const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
-                                      (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
+                                      (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join, chunk_ramp());
   // The fp32 filter is planned only where the tensor-core filter is not taken (its reason is then
   // never printed).
   const gpu::Fp32Plan f32 = tc.chosen ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
@@ -213,8 +228,11 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::Event search_start;
   std::vector<cuda::Event> copied(chunks);
   start.record(copy);
-  if (list == List::one) gpu::fill_worst_keys(best.data(), p.m, copy);
-  if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), copy));
+  // The keys' and the count's initial values are set on the search stream, while the copy stream
+  // starts uploading at once (after `start`, which orders the buffers' allocation before them).
+  KNN_CUDA_TRY(cudaStreamWaitEvent(search, start.get(), 0));
+  if (list == List::one) gpu::fill_worst_keys(best.data(), p.m, search);
+  if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), search));
   if (!p.self_join)
     KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
                                  cudaMemcpyHostToDevice, copy));
@@ -270,12 +288,12 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     ctx.path = fmt::format(
         "tensor-core filter: k={} in {} {} slice{} of 8, scores ||r-c||^2 - 2(q-c).(r-c) with c = {:g}, error bound "
         "{:.3g} (values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of the "
-        "pairs; {} seed distances per query besides); blocks of {} = {} warps x {} queries scoring {} rows at a time from shared memory, {} query group{} x {} split{} x {} chunk{} (copy on one stream, "
-        "search on another); best pair merged by atomicMin",
+        "pairs; {} seed distances per query besides); blocks of {} = {} warps x {} queries scoring {} rows at a time from shared memory, {} query group{} x {} split{} x {}; "
+        "best pair merged by atomicMin",
         p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
         double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
         gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
-        chunks, chunks == 1 ? "" : "s");
+        chunks_text(chunk_rows, p.dim));
     return;
   }
   if (f32.chosen) {
@@ -283,21 +301,20 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         "fp32 filter: k={} compiled in, {} queries per thread, scores ||r-c||^2 - 2(q-c).(r-c) in fp32 with c = {:g}, "
         "error bound {:.3g} (values within {:g} of c); {} exact fp32 distances in 4-row groups holding a candidate ({:.1f} per query, "
         "{:.4f} % of the pairs; {} seed distances per query besides); blocks of {} = {} query x {} row threads, {} "
-        "query group{} x {} split{} x {} chunk{} (copy on one stream, search on another); best pair merged by "
-        "atomicMin; tensor-core filter not taken: {}",
+        "query group{} x {} split{} x {}; best pair merged by atomicMin; tensor-core filter not taken: {}",
         p.dim, f32.queries_per_thread, f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
-        plan.splits == 1 ? "" : "s", chunks, chunks == 1 ? "" : "s", tc.why);
+        plan.splits == 1 ? "" : "s", chunks_text(chunk_rows, p.dim), tc.why);
     return;
   }
   ctx.path = fmt::format(
-      "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {} "
-      "chunk{} (copy on one stream, search on another); {} partial list{} per query{}",
+      "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {}; "
+      "{} partial list{} per query{}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), list_name(list),
       plan.queries_per_thread, plan.queries_per_thread == 1 ? "y" : "ies", gpu::kScanBlock, plan.query_threads,
       plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
-      chunks, chunks == 1 ? "" : "s", partials, partials == 1 ? "" : "s",
+      chunks_text(chunk_rows, p.dim), partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
   if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
   if (p.values.known && p.topk == 1)

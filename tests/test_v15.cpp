@@ -426,29 +426,46 @@ TEST(V15Supports, SkipsWithReasons) {
   EXPECT_GT(v->device_bytes(p, env), five + 3000u * 495 * 8 - 1);
 }
 
-// The chunk boundaries: from 0 to n, increasing, interior ones on 4-row groups, at most
-// kMaxChunks, each chunk at least kChunkBytes when there are several; one chunk when asked.
+// The chunk boundaries: from 0 to n, increasing, interior ones on 4-row groups; one chunk when asked.
+// Without the ramp: at most kMaxChunks equal chunks, each at least kChunkBytes when there are several.
+// With it: the same number of chunks or more, the first about kFirstChunkBytes, each ramp chunk twice
+// the one before, at most kMaxRampChunks of them besides kMaxChunks others.
 TEST(V15Plan, ChunksCoverTheRowsOnGroupBoundaries) {
   for (int n : {1, 2, 3, 4, 5, 100, 65537, 1 << 20, (1 << 24) + 3})
     for (int dim : {1, 3, 16, 128})
-      for (bool single : {false, true}) {
-        const std::vector<int> rows = gpu::plan_chunks(n, std::size_t(dim) * 4, single);
-        const int chunks = int(rows.size()) - 1;
-        const std::string where = fmt::format("n {} dim {} single {}", n, dim, single);
-        ASSERT_GE(chunks, 1) << where;
-        EXPECT_LE(chunks, single ? 1 : gpu::kMaxChunks) << where;
-        EXPECT_EQ(rows.front(), 0) << where;
-        EXPECT_EQ(rows.back(), n) << where;
-        for (int c = 0; c < chunks; ++c) {
-          EXPECT_LT(rows[c], rows[c + 1]) << where << " chunk " << c;
-          if (c > 0) EXPECT_EQ(rows[c] % gpu::kScanGroup, 0) << where << " chunk " << c;
+      for (bool single : {false, true})
+        for (bool ramp : {false, true}) {
+          const std::vector<int> rows = gpu::plan_chunks(n, std::size_t(dim) * 4, single, ramp);
+          const int chunks = int(rows.size()) - 1;
+          const std::string where = fmt::format("n {} dim {} single {} ramp {}", n, dim, single, ramp);
+          ASSERT_GE(chunks, 1) << where;
+          EXPECT_LE(chunks, single ? 1 : gpu::kMaxChunks + (ramp ? gpu::kMaxRampChunks : 0)) << where;
+          EXPECT_EQ(rows.front(), 0) << where;
+          EXPECT_EQ(rows.back(), n) << where;
+          for (int c = 0; c < chunks; ++c) {
+            EXPECT_LT(rows[c], rows[c + 1]) << where << " chunk " << c;
+            if (c > 0) EXPECT_EQ(rows[c] % gpu::kScanGroup, 0) << where << " chunk " << c;
+          }
+          const std::vector<int> equal = gpu::plan_chunks(n, std::size_t(dim) * 4, single, false);
+          const int equal_chunks = int(equal.size()) - 1;
+          if (!ramp && chunks > 1)
+            EXPECT_GE(std::size_t(n) * dim * 4 / chunks + dim * 4 * gpu::kScanGroup, gpu::kChunkBytes) << where;
+          if (ramp) EXPECT_GE(chunks, equal_chunks) << where;
+          if (ramp && chunks > equal_chunks) {
+            const std::size_t group_bytes = std::size_t(dim) * 4 * gpu::kScanGroup;
+            EXPECT_EQ(std::size_t(rows[1]) / gpu::kScanGroup, std::max<std::size_t>(1, gpu::kFirstChunkBytes / group_bytes))
+                << where;
+            EXPECT_EQ(rows[2] - rows[1], 2 * rows[1]) << where;  // the second ramp chunk doubles the first
+            // No chunk outgrows the equal plan's largest by more than half of it.
+            EXPECT_LE(gpu::largest_chunk(rows), gpu::largest_chunk(equal) * 3 / 2 + gpu::kScanGroup) << where;
+          }
         }
-        if (chunks > 1)
-          EXPECT_GE(std::size_t(n) * dim * 4 / chunks + dim * 4 * gpu::kScanGroup, gpu::kChunkBytes) << where;
-      }
-  // 64 MiB of references (case 11) in the most chunks; 12 MiB (case 10) in three.
-  EXPECT_EQ(gpu::plan_chunks(1 << 20, 64, false).size(), std::size_t(gpu::kMaxChunks) + 1);
-  EXPECT_EQ(gpu::plan_chunks(1 << 20, 12, false).size(), 4u);
+  // 64 MiB of references (case 11): the most equal chunks; 12 MiB (case 10): three equal ones, or
+  // with the ramp 0.5, 1, 2 and 4 MiB (in whole 4-row groups) and the last 4.5 MiB.
+  EXPECT_EQ(gpu::plan_chunks(1 << 20, 64, false, false).size(), std::size_t(gpu::kMaxChunks) + 1);
+  EXPECT_EQ(gpu::plan_chunks(1 << 20, 12, false, false).size(), 4u);
+  EXPECT_EQ(gpu::plan_chunks(1 << 20, 12, false), (std::vector<int>{0, 43688, 131064, 305816, 655320, 1 << 20}));
+  EXPECT_EQ(gpu::largest_chunk({0, 3, 10, 12}), 7);
 }
 
 // The thread layout covers every query once, fills the device with splits when queries are few,
@@ -481,7 +498,8 @@ TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
   EXPECT_EQ(ten.query_threads, gpu::kScanBlock);
   EXPECT_EQ(ten.query_groups, 2);
   EXPECT_EQ(ten.splits, 132 * 8);
-  EXPECT_EQ(ten.chunks(), 3);
+  EXPECT_EQ(ten.chunks(), 5);
+  EXPECT_EQ(gpu::plan_scan(1024, 1 << 20, 3, 1, 4, 132 * 16, false, false).chunks(), 3);
   // A device twice the size gets twice the splits.
   EXPECT_EQ(gpu::plan_scan(1024, 1 << 20, 3, 1, 4, 264 * 16, false).splits, 264 * 8);
   // Many queries and topk 32: one chunk and one list per query (no merge).

@@ -19,9 +19,16 @@ constexpr int kScanBlock = 128;
 // with the sort's keys): the split count shrinks before the buffer grows past it.
 constexpr long long kPartialBudget = 32LL << 20;
 // A chunk carries at least this many bytes of references (smaller copies waste the link's
-// latency), and there are at most kMaxChunks of them.
+// latency), and there are at most kMaxChunks of them, not counting the ramp below.
 constexpr std::size_t kChunkBytes = std::size_t(4) << 20;
 constexpr int kMaxChunks = 8;
+// The ramp: when there are several chunks, the first carries about kFirstChunkBytes and each next
+// one twice the one before until they reach the equal chunks' size. The first kernel then starts
+// after a short copy, and a search slower than the copy never waits for the next chunk (it takes
+// twice as long as its own copy); a search faster than the copy is unaffected, since the last
+// chunks are the equal ones. At most kMaxRampChunks such chunks.
+constexpr std::size_t kFirstChunkBytes = std::size_t(512) << 10;
+constexpr int kMaxRampChunks = 8;
 // A thread scans at least this many row groups of its split.
 constexpr long long kMinGroupsPerThread = 16;
 
@@ -40,37 +47,56 @@ struct ScanPlan {
 
 // Chunk boundaries for n rows of `row_bytes` each: interior boundaries are multiples of kScanGroup
 // rows (a group never straddles two chunks); one chunk when `single` (self-joins: the kernel reads
-// every row as a query, so all rows must be on the device before it starts).
-inline std::vector<int> plan_chunks(int n, std::size_t row_bytes, bool single) {
+// every row as a query, so all rows must be on the device before it starts). `ramp`: the first
+// chunks grow from kFirstChunkBytes (above); without it every chunk has the same size.
+inline std::vector<int> plan_chunks(int n, std::size_t row_bytes, bool single, bool ramp = true) {
   const std::size_t bytes = std::size_t(n) * row_bytes;
-  int chunks = single ? 1 : int(std::min<std::size_t>(kMaxChunks, std::max<std::size_t>(1, bytes / kChunkBytes)));
   const long long groups = (n + kScanGroup - 1) / kScanGroup;
-  chunks = int(std::max<long long>(1, std::min<long long>(chunks, groups)));
-  std::vector<int> rows(chunks + 1);
-  for (int c = 0; c < chunks; ++c) rows[c] = int(groups * c / chunks * kScanGroup);
-  rows[chunks] = n;
+  int equal = single ? 1 : int(std::min<std::size_t>(kMaxChunks, std::max<std::size_t>(1, bytes / kChunkBytes)));
+  equal = int(std::max<long long>(1, std::min<long long>(equal, groups)));
+  std::vector<int> rows{0};
+  long long done = 0;  // groups in the ramp's chunks
+  if (ramp && equal > 1) {
+    const long long size = groups / equal;  // the equal chunks' groups
+    long long c = std::max<long long>(1, (long long)(kFirstChunkBytes / (row_bytes * kScanGroup)));
+    for (int r = 0; r < kMaxRampChunks && c < size; ++r, c *= 2) {
+      done += c;
+      rows.push_back(int(done * kScanGroup));
+    }
+    // The rest in chunks of about the equal size.
+    equal = int(std::max<long long>(1, ((groups - done) * 2 + size) / (2 * size)));
+  }
+  for (int c = 1; c < equal; ++c) rows.push_back(int((done + (groups - done) * c / equal) * kScanGroup));
+  rows.push_back(n);
   return rows;
+}
+
+// The most rows of any chunk.
+inline int largest_chunk(const std::vector<int>& rows) {
+  int most = 0;
+  for (std::size_t c = 0; c + 1 < rows.size(); ++c) most = std::max(most, rows[c + 1] - rows[c]);
+  return most;
 }
 
 // The plan for m queries against n references of dimension dim, topk neighbours, with Q query
 // slots per thread, on a device that holds `resident_blocks` scan blocks at once (occupancy × SMs).
 // `single_chunk` for self-joins and the heap lists (their scratch is sized for one kernel at a time).
 inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_thread, long long resident_blocks,
-                          bool single_chunk) {
+                          bool single_chunk, bool ramp = true) {
   ScanPlan p;
   p.queries_per_thread = queries_per_thread;
   const long long query_slots = (m + queries_per_thread - 1) / queries_per_thread;
   while (p.query_threads < kScanBlock && p.query_threads < query_slots) p.query_threads *= 2;
   p.ref_threads = kScanBlock / p.query_threads;
   p.query_groups = int((query_slots + p.query_threads - 1) / p.query_threads);
-  p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk);
+  p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk, ramp);
   // Many queries: the chunks' partial lists would outgrow the budget, and the search outlasts the
   // copy anyway, so one chunk (the answers are then written in place, no merge).
   if (p.chunks() > 1 && (long long)m * p.chunks() * p.ref_threads * topk > kPartialBudget)
     p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), true);
   // Enough blocks per chunk to fill the device once, but no thread with less than
   // kMinGroupsPerThread groups and no more partial entries than the budget.
-  const long long chunk_groups = ((long long)n / p.chunks() + kScanGroup - 1) / kScanGroup;
+  const long long chunk_groups = ((long long)largest_chunk(p.chunk_rows) + kScanGroup - 1) / kScanGroup;
   long long splits = (resident_blocks + p.query_groups - 1) / p.query_groups;
   splits = std::min(splits, std::max(1LL, chunk_groups / (p.ref_threads * kMinGroupsPerThread)));
   const long long per_split = (long long)m * p.chunks() * p.ref_threads * topk;

@@ -56,7 +56,7 @@ std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob
 
 }  // namespace
 
-TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk) {
+TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk, bool ramp) {
   TcPlan plan;
   double center = 0, half = 0;
   plan.why = filter_range(p, mode, "KNN_V15_TC", kTcMaxDim, center, half);
@@ -76,8 +76,8 @@ TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_b
     return plan;
   }
   plan.query_groups = (p.m + kTcBlockQueries - 1) / kTcBlockQueries;
-  plan.chunk_rows = plan_chunks(p.n, std::size_t(p.dim) * sizeof(float), single_chunk);
-  const long long chunk_stages = ((long long)p.n / plan.chunks() + kTcStageRows - 1) / kTcStageRows;
+  plan.chunk_rows = plan_chunks(p.n, std::size_t(p.dim) * sizeof(float), single_chunk, ramp);
+  const long long chunk_stages = ((long long)largest_chunk(plan.chunk_rows) + kTcStageRows - 1) / kTcStageRows;
   long long splits = (resident_blocks + plan.query_groups - 1) / plan.query_groups;
   splits = std::min(splits, std::max(1LL, chunk_stages / kTcMinStagesPerBlock));
   plan.splits = int(std::max(1LL, splits));
