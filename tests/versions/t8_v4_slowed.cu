@@ -1,14 +1,14 @@
 // Test-only version, linked into knnbench-testbin and never into knnbench: v4 slowed on purpose by
-// more of the same work, for checking that a comparison calls a known slowdown SLOWER. Its kernel is
-// v4's (kernels/common/fused_soa.cuh) and, after v4's scan, scans the first KNN_SLOWDOWN_PCT percent
-// of the references a second time and merges the result, which never changes the answer (the same
-// references, the same arithmetic, a subset of each thread's share). KNN_SLOWDOWN_PCT is a whole
-// number from 0 to 100, default 0: then t8 calls v4 itself (its registered entry point), the same
-// code and work. This file instantiates only the rescanning kernel, so v4's kernel has one
-// definition in the binary, compiled with v4. The extra work
-// is a share of the kernel's, so the whole call slows by that share times the kernel's part of it
-// (the phase table says how much). For example:
-//   KNN_SLOWDOWN_PCT=25 knnbench-testbin --version v4,t8 --case 8-11
+// more of the same work, for checking that a comparison calls a known slowdown SLOWER. It is v4
+// (kernels/common/fused_soa.cuh) that uploads the first KNN_SLOWDOWN_PCT percent of the references a
+// second time (the same bytes to the same place) and, after v4's scan, scans them a second time and
+// merges the result, which never changes the answer (the same references, the same arithmetic, a
+// subset of each thread's share). KNN_SLOWDOWN_PCT is a whole number from 0 to 100, default 0: then
+// t8 calls v4 itself (its registered entry point), the same code and work. This file instantiates
+// only the rescanning kernel, so v4's kernel has one definition in the binary, compiled with v4.
+// The copy and the kernel, most of a call, both grow by that share (the transpose and the answer
+// copy do not), so the whole call slows by a little less than the knob says. For example:
+//   KNN_SLOWDOWN_PCT=10 knnbench-testbin --version v4,t8 --case 8-11
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -45,11 +45,11 @@ void t8_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   } else {
     knn::gpu::run_fused_soa<true>(p, out, ctx, rescan_n);
   }
-  ctx.path += fmt::format("; test only: rescans {} of {} references ({}={})", rescan_n, p.n, kKnob, percent);
+  ctx.path += fmt::format("; test only: uploads and rescans {} of {} references a second time ({}={})", rescan_n, p.n, kKnob, percent);
 }
 
 knn::VersionDesc describe() {
-  return knn::gpu::describe_argmin("t8", "test only: v4 rescanning KNN_SLOWDOWN_PCT % of the references",
+  return knn::gpu::describe_argmin("t8", "test only: v4 uploading and rescanning KNN_SLOWDOWN_PCT % of the references again",
                                    knn::Family::gpu, knn::GpuNeed::one, t8_query,
                                    [](const knn::Problem& p, const knn::Environment&) {
                                      return knn::gpu::fused_soa_device_bytes(p);
