@@ -12,8 +12,12 @@
 // (seed 004's last two): finished queries sort to the end with the active ones instead of a
 // separate partition, and once fewer active queries than leaves remain, one kernel runs each of them
 // to the end. Knobs: KNN_V16_LEAF (minimum leaf size, default 256), KNN_V16_TEST=box|median,
-// KNN_V16_SORT=0|1, KNN_V16_FINAL=0|1, KNN_V16_STAGE_KIB (shared memory for staged leaves, 0-160,
-// default 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's, ties included.
+// KNN_V16_SORT=0|1, KNN_V16_FINAL=0|1, KNN_V16_TAIL (the last kernel takes over below TAIL x leaves
+// active queries; default 16, measured on an H100; 1 is the thesis's rule), KNN_V16_VEC=0|1 (leaf rows
+// read one float at a time, or as float4 groups: default 1), KNN_V16_STAGE_KIB
+// (shared memory for staged leaves, 0-160, default 0: on an H100 the sorted warps read a shared leaf
+// through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's,
+// ties included.
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -50,6 +54,8 @@ constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box te
 struct Options {
   int min_leaf = 256, stage_kib = 0;
   bool box = true, sort = true, final_steps = true;
+  int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
+  int tail = 16;  // the last kernel takes over below tail x leaves active queries
   std::string source;  // which knobs came from the environment
 };
 
@@ -66,6 +72,8 @@ Options options_from_environment() {
   o.stage_kib = knob("KNN_V16_STAGE_KIB", 0, 0, 160, o.source);
   o.sort = knob("KNN_V16_SORT", 1, 0, 1, o.source) != 0;
   o.final_steps = knob("KNN_V16_FINAL", 1, 0, 1, o.source) != 0;
+  o.tail = knob("KNN_V16_TAIL", 16, 1, 1024, o.source);
+  o.vec = knob("KNN_V16_VEC", 1, 0, 1, o.source);
   if (const char* t = std::getenv("KNN_V16_TEST"); t != nullptr && *t != '\0') {
     const std::string text(t);
     if (text != "box" && text != "median")
@@ -81,6 +89,7 @@ struct SearchArgs {
   const float* __restrict__ queries;
   int topk, count, stage_leaves;
   bool self_join, box, first, to_end;
+  int vec;
   const std::uint64_t* __restrict__ keys_in;
   std::uint64_t* __restrict__ keys_out;  // (next leaf, query), leaf = leaves once finished
   std::int32_t* heap_idx;                // the answer rows: raw heaps between waves, sorted when done
@@ -163,7 +172,10 @@ __global__ void __launch_bounds__(kBlock) search_kernel(const SearchArgs a) {
       } else {
         const float* rows = t.points + std::size_t(leaf) * S * dim;
         const std::int32_t* ids = t.index + std::size_t(leaf) * S;
-        for (int r = 0; r < S; ++r) {
+        int r = 0;
+        if constexpr (DIM > 0)
+          if (a.vec == 1) r = kd::scan_row_groups(q, rows, ids, S, a.self_join, qid, list);
+        for (; r < S; ++r) {
           const float d = kd::row_distance(q, rows + std::size_t(r) * dim, dim);
           if (!(d <= list.worst_distance())) continue;  // the index is read only for a candidate
           const std::int32_t id = __ldg(ids + r);
@@ -207,24 +219,21 @@ int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   return int(std::min<std::size_t>(kBlock, std::size_t(o.stage_kib) * 1024 / leaf_bytes));
 }
 
-template <int DIM>
-void launch(const SearchArgs& a, cudaStream_t stream) {
+void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, cudaStream_t stream) {
   const std::size_t shared = search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim);
-  KNN_CUDA_TRY(cudaFuncSetAttribute(search_kernel<DIM>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-  search_kernel<DIM><<<(a.count + kBlock - 1) / kBlock, kBlock, shared, stream>>>(a);
+  KNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  kernel<<<(a.count + kBlock - 1) / kBlock, kBlock, shared, stream>>>(a);
   KNN_CUDA_CHECK_LAUNCH();
 }
 
-void dispatch(const SearchArgs& a, cudaStream_t stream) {
-  switch (a.t.dim) {
-    case 1: return launch<1>(a, stream);
-    case 2: return launch<2>(a, stream);
-    case 3: return launch<3>(a, stream);
-    case 5: return launch<5>(a, stream);
-    case 9: return launch<9>(a, stream);
-    case 12: return launch<12>(a, stream);
-    case 16: return launch<16>(a, stream);
-    default: return launch<0>(a, stream);
+template <int DIM, int... More>
+void dispatch(const SearchArgs& a, cudaStream_t stream) {  // the compiled-in k (compiled_dim), else k = 0
+  if constexpr (DIM == 0) {
+    launch_kernel(search_kernel<0>, a, stream);
+  } else if (a.t.dim != DIM) {
+    dispatch<More...>(a, stream);
+  } else {
+    launch_kernel(search_kernel<DIM>, a, stream);
   }
 }
 
@@ -303,7 +312,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     timer.end();
   };
   while (count > 0) {
-    const bool sort = o.sort && (!o.final_steps || count >= plan.leaves);
+    const bool sort = o.sort && (!o.final_steps || count >= (long long)plan.leaves * o.tail);
     const bool to_end = o.final_steps && !sort;
     if (items > count && !sort) partition();
     if (sort) {  // finished keys (leaf = leaves) sort to the end
@@ -319,9 +328,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     timer.begin("search");
     KNN_CUDA_TRY(cudaMemsetAsync(remaining.data(), 0, sizeof(unsigned), stream));
     SearchArgs a{view, queries, p.topk, count, sort ? stage : 0, p.self_join, o.box, active.empty(), to_end,
-                 keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data(),
+                 o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data(),
                  visits.data()};
-    dispatch(a, stream);
+    dispatch<1, 2, 3, 5, 9, 12, 16, 0>(a, stream);
     KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data(), remaining.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
     timer.end();
     stream.synchronize();
@@ -341,12 +350,14 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   for (std::size_t w = 0; w < active.size() && w < 48; ++w) trace += fmt::format("{}{}", w ? " " : "", active[w]);
   if (active.size() > 48) trace += " ...";
   ctx.path = fmt::format(
-      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}{}; waves {} ({} sorted), "
+      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
       "leaves per query {:.2f}; active per wave: {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
       plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
-      o.final_steps ? "on" : "off", o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
+      o.final_steps ? fmt::format("on (the last kernel below {} active queries)", (long long)plan.leaves * o.tail) : "off",
+      o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",
+      o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m, trace);
 }
 

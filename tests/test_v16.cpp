@@ -1,9 +1,9 @@
 // v16 (kd-tree built and searched on the GPU) against v0's loop, row for row: one point, n at a leaf
 // size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
 // 33, topk 1..64, self-joins; each under several knob settings (KNN_V16_LEAF, KNN_V16_TEST,
-// KNN_V16_SORT, KNN_V16_FINAL, KNN_V16_STAGE_KIB), so the box and the median test, sorted and unsorted
-// waves, leaves staged in shared memory or read from global memory and the run-to-the-end kernel all
-// answer. The leaf plan's padding rule runs on the
+// KNN_V16_SORT, KNN_V16_FINAL, KNN_V16_STAGE_KIB, KNN_V16_VEC, KNN_V16_TAIL), so the box and the median test, sorted
+// and unsorted waves, leaves staged in shared memory or read from global memory (as float4 groups or
+// one float at a time) and the run-to-the-end kernel all answer. The leaf plan's padding rule runs on the
 // CPU. GPU tests (Gpu*) skip with a message where no CUDA device exists.
 #include <gtest/gtest.h>
 
@@ -34,7 +34,7 @@ const DeviceDiscovery& discovery() {
 
 // The knob settings a case runs under (empty: the variable unset).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail;
 };
 
 const std::vector<Knobs>& knob_settings() {
@@ -47,15 +47,19 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf32_unsorted_box", "32", "box", "0", "0"},
       {"leaf16_staged", "16", "", "", "", "24"},
       {"staged_nofinal", "", "", "", "0", "48"},
+      {"leaf8_scalar_rows", "8", "", "", "", "", "0"},
+      {"leaf8_tail64", "8", "", "", "", "", "", "64"},
+      {"leaf8_tail1", "8", "", "", "", "", "", "1"},
   };
   return k;
 }
 
 struct ScopedKnobs {
-  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage;
+  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage, vec, tail;
   explicit ScopedKnobs(const Knobs& k)
       : leaf("KNN_V16_LEAF", k.leaf), test("KNN_V16_TEST", k.test), sort("KNN_V16_SORT", k.sort),
-        final_steps("KNN_V16_FINAL", k.final_steps), stage("KNN_V16_STAGE_KIB", k.stage) {}
+        final_steps("KNN_V16_FINAL", k.final_steps), stage("KNN_V16_STAGE_KIB", k.stage), vec("KNN_V16_VEC", k.vec),
+        tail("KNN_V16_TAIL", k.tail) {}
 };
 
 using V16Case = knn::testing::RowCase;
@@ -111,6 +115,12 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(knobs.sort == "0" ? "unsorted" : "sorted by leaf"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.final_steps == "0" ? "final steps off" : "final steps on"), std::string::npos) << path;
   if (!knobs.stage.empty()) EXPECT_NE(path.find("KNN_V16_STAGE_KIB=" + knobs.stage), std::string::npos) << path;
+  if (!knobs.tail.empty()) EXPECT_NE(path.find("KNN_V16_TAIL=" + knobs.tail), std::string::npos) << path;
+  // Rows as float4 groups wherever k is compiled in, unless KNN_V16_VEC=0.
+  const bool compiled = path.find("compiled in") != std::string::npos;
+  EXPECT_NE(path.find(knobs.vec != "0" && compiled ? "rows read as float4 groups" : "rows read one float at a time"),
+            std::string::npos)
+      << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16_cases()), ::testing::ValuesIn(knob_settings())),
@@ -182,7 +192,8 @@ TEST(V16Supports, KnobsAndLimits) {
   EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
            {"KNN_V16_LEAF", "0"}, {"KNN_V16_LEAF", "x"}, {"KNN_V16_LEAF", "9000"}, {"KNN_V16_SORT", "2"},
-           {"KNN_V16_FINAL", "yes"}, {"KNN_V16_TEST", "plane"}, {"KNN_V16_STAGE_KIB", "161"}}) {
+           {"KNN_V16_FINAL", "yes"}, {"KNN_V16_TEST", "plane"}, {"KNN_V16_STAGE_KIB", "161"},
+           {"KNN_V16_VEC", "2"}, {"KNN_V16_TAIL", "0"}}) {
     const knn::testing::ScopedEnv forced(name, bad);
     const auto reason = v->supports(p, env);
     ASSERT_TRUE(reason.has_value()) << name << "=" << bad;
