@@ -21,8 +21,8 @@
 #   seeds       configs/seeds.json: group small with every version -> seeds-small.*; the large cases
 #               (200, 302, 405-416) with every version except v0      -> seeds-large.*
 #   slowed      every single-GPU brute-force version plus test-only t8 (v4 whose kernel rescans
-#               KNN_SLOWDOWN_PCT % more references) on cases 8-11, once at 0 % and once at
-#               SLOWDOWN_PCT % (default 25: about +10 % of the whole call), then `compare`
+#               and uploads KNN_SLOWDOWN_PCT % more references) on cases 8-11, once at 0 % and once at
+#               SLOWDOWN_PCT % (default 10: a little under +10 % of the whole call), then `compare`
 #                                                                  -> integrity/slowed-{0,N}.*, compare-slowed.txt
 #   int8        v15's exact int8 path: its GPU and CPU tests, then configs/int8-shapes.json with
 #               KNN_V15_INT8=off, auto and on                       -> int8/shapes-{off,auto,on}.*, tests.log;
@@ -36,6 +36,17 @@
 #               v7 and v15 (the filters where their rules take them), v15 with KNN_V15_FP32_FILTER=off and
 #               with 4 queries per thread, and configs/fp32-shapes.json with the filter off and on
 #                                                  -> fp32/default{,-off,-q4}.*, fp32/shapes-{off,on}.*, tests.log
+#   ramp        v15's first chunks growing from 512 KiB (scan_plan.hpp) against equal chunks: v15's tests,
+#               cases 8-11 with v4, v6, v7 and v15, then v15 with KNN_V15_RAMP=0, 1, 0 (alternating
+#               processes), and configs/fp32-shapes.json and tc-shapes.json both ways
+#                                -> ramp/default-{on,off,on2,off2}.*, ramp/{fp32,tc}-shapes-{on,off}.*, tests.log
+#   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
+#               once each with the last kernel taking over below 1 and 64 x leaves active queries
+#               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
+#                                 -> v16/{trees-100,seeds}-{a,b}.*, v16/*-tail{1,64}.*, v16/seeds-200-412.*
+#   profile     Nsight Compute (when installed): every kernel's duration in one call of v16 on cases 100
+#               (trees.json) and 409 (seeds.json), the sections of v16's first search waves on case 100
+#               and of v15's chunk kernels on case 10          -> profile/*.txt
 #   hostvar     the host-side movement between processes (scripts/tune/process-variance.sh): HOSTVAR_RUNS
 #               (default 3) runs of each of HOSTVAR_CONDS (default "default passive"; also pageable, thp,
 #               pageable-thp), alternating                        -> hostvar/*, hostvar/summary.txt
@@ -62,7 +73,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|v16|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -201,13 +212,13 @@ for step in "${steps[@]}"; do
       ;;
     slowed)
       mkdir -p "$OUT/integrity"
-      for pct in 0 "${SLOWDOWN_PCT:-25}"; do
-        log "slowed: v1-v7 and t8 (v4 rescanning $pct % more references) on cases 8-11"
+      for pct in 0 "${SLOWDOWN_PCT:-10}"; do
+        log "slowed: v1-v7 and t8 (v4 uploading and rescanning $pct % more references) on cases 8-11"
         KNN_SLOWDOWN_PCT=$pct "$BUILD_DIR/tests/knnbench-testbin" --version v1,v2,v3,v4,v5,v6,v7,t8 --case 8-11 \
           --json "$OUT/integrity/slowed-$pct.json" --md "$OUT/integrity/slowed-$pct.md" "${extra[@]}" \
           >"$OUT/integrity/slowed-$pct.log" 2>&1 || status=1
       done
-      "$bin" compare "$OUT/integrity/slowed-0.json" "$OUT/integrity/slowed-${SLOWDOWN_PCT:-25}.json" >"$OUT/integrity/compare-slowed.txt" 2>&1
+      "$bin" compare "$OUT/integrity/slowed-0.json" "$OUT/integrity/slowed-${SLOWDOWN_PCT:-10}.json" >"$OUT/integrity/compare-slowed.txt" 2>&1
       echo "compare slowed: exit $? (expected 1: the t8 rows are SLOWER; compare-slowed.txt counts them)" | tee -a "$OUT/gpu-check.log"
       ;;
     int8)
@@ -246,6 +257,56 @@ for step in "${steps[@]}"; do
         log "v15: configs/fp32-shapes.json with KNN_V15_FP32_FILTER=$mode"
         measure "$OUT/fp32/shapes-$mode" KNN_V15_FP32_FILTER=$mode -- --config configs/fp32-shapes.json --version v15 "${quick[@]}"
       done
+      ;;
+    ramp)
+      mkdir -p "$OUT/ramp"
+      v15_tests "$OUT/ramp"
+      log "ramp: cases 8-11, v4, v6, v7 and v15, then v15 with the ramp off, on, off"
+      measure "$OUT/ramp/default-on" -- --case 8-11 --version v4,v6,v7,v15
+      measure "$OUT/ramp/default-off" KNN_V15_RAMP=0 -- --case 8-11 --version v15
+      measure "$OUT/ramp/default-on2" -- --case 8-11 --version v15
+      measure "$OUT/ramp/default-off2" KNN_V15_RAMP=0 -- --case 8-11 --version v15
+      for shapes in fp32 tc; do
+        measure "$OUT/ramp/$shapes-shapes-on" -- --config "configs/$shapes-shapes.json" --version v15 "${quick[@]}"
+        measure "$OUT/ramp/$shapes-shapes-off" KNN_V15_RAMP=0 -- --config "configs/$shapes-shapes.json" --version v15 "${quick[@]}"
+      done
+      ;;
+    v16)
+      mkdir -p "$OUT/v16"
+      log "v16: its tests"
+      "$BUILD_DIR/tests/knn_tests" --gtest_filter='*V16*' >"$OUT/v16/tests.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/v16/tests.log" | head -n 20
+      trees=(--config configs/trees.json --case 100 --version v16 --validate-queries 8192)
+      seeds=(--config configs/seeds.json --case 405,409 --version v16 --validate-queries 8192 --max-time 3)
+      for run in a b; do
+        measure "$OUT/v16/trees-100-$run" -- "${trees[@]}"
+        measure "$OUT/v16/seeds-$run" -- "${seeds[@]}"
+      done
+      for tail in 1 64; do
+        measure "$OUT/v16/trees-100-tail$tail" KNN_V16_TAIL=$tail -- "${trees[@]}"
+        measure "$OUT/v16/seeds-tail$tail" KNN_V16_TAIL=$tail -- "${seeds[@]}"
+      done
+      measure "$OUT/v16/seeds-200-412" -- --config configs/seeds.json --case 200,412 --version v16 \
+        --validate-queries 8192 --max-time 2
+      ;;
+    profile)
+      mkdir -p "$OUT/profile"
+      if ! command -v ncu >/dev/null 2>&1; then
+        log "ncu not found: profile step NOT run"; status=1; continue
+      fi
+      once=(--warmup 0 --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate --quiet)
+      log "profile: kernel durations of one v16 call on cases 100 and 409"
+      ncu --clock-control none --metrics gpu__time_duration.sum -c 2000 "$bin" --config configs/trees.json --case 100 \
+        --version v16 "${once[@]}" >"$OUT/profile/v16-100-kernels.txt" 2>&1 || status=1
+      ncu --clock-control none --metrics gpu__time_duration.sum -c 2000 "$bin" --config configs/seeds.json --case 409 \
+        --version v16 "${once[@]}" >"$OUT/profile/v16-409-kernels.txt" 2>&1 || status=1
+      sections=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats
+                --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section InstructionStats)
+      log "profile: sections of v16's first search waves (case 100) and v15's chunk kernels (case 10)"
+      ncu --clock-control none -k regex:search_kernel -c 3 "${sections[@]}" "$bin" --config configs/trees.json \
+        --case 100 --version v16 "${once[@]}" >"$OUT/profile/v16-100-search.txt" 2>&1 || status=1
+      ncu --clock-control none -k regex:filter_kernel -c 3 "${sections[@]}" "$bin" --case 10 --version v15 "${once[@]}" \
+        >"$OUT/profile/v15-10-fp32.txt" 2>&1 || status=1
       ;;
     hostvar)
       log "host-side movement between processes (scripts/tune/process-variance.sh)"

@@ -11,6 +11,8 @@
 #   thp           glibc malloc asks for transparent huge pages (glibc.malloc.hugetlb=1), with
 #                 knnbench's own malloc thresholds
 #   pageable-thp  both
+#   cpuN          v0 alone, pinned by taskset to CPU N with one OpenMP thread (is a slow process tied
+#                 to the CPU it ran on?)
 #   scripts/tune/process-variance.sh BIN DIR [runs] [conditions...]
 set -uo pipefail
 bin=$1; dir=$2; runs=${3:-3}; shift 3 || shift $#
@@ -34,6 +36,10 @@ for run in $(seq 1 "$runs"); do
       pageable) args+=(--host-memory pageable) ;;
       thp) envs+=(GLIBC_TUNABLES=$thp_tunables) ;;
       pageable-thp) envs+=(GLIBC_TUNABLES=$thp_tunables); args+=(--host-memory pageable) ;;
+      cpu[0-9]*)
+        OMP_NUM_THREADS=1 taskset -c "${cond#cpu}" "$bin" --case 8 --version v0 --max-time 1 --json "$dir/$cond-$run-v0.json" \
+          --quiet >/dev/null 2>"$dir/$cond-$run-v0.err" || echo "$cond run $run v0: exit $?"
+        continue ;;
       *) echo "process-variance.sh: unknown condition '$cond'" >&2; exit 2 ;;
     esac
     env "${envs[@]}" "$bin" --case 8 --version v0 --max-time 2 "${args[@]}" --json "$dir/$cond-$run-v0.json" \
