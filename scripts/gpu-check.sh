@@ -44,6 +44,8 @@
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
 #                                 -> v16/{trees-100,seeds}-{a,b}.*, v16/*-tail{1,64}.*, v16/seeds-200-412.*
+#   gpuall      every GPU test (Gpu*) and v15's and v16's CPU tests in one knn_tests process (faster than
+#               ctest's process per test)                                       -> gpu-tests.log
 #   profile     Nsight Compute (when installed): every kernel's duration in one call of v16 on cases 100
 #               (trees.json) and 409 (seeds.json), the sections of v16's first search waves on case 100
 #               and of v15's chunk kernels on case 10          -> profile/*.txt
@@ -73,7 +75,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|v16|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -288,6 +290,11 @@ for step in "${steps[@]}"; do
       done
       measure "$OUT/v16/seeds-200-412" -- --config configs/seeds.json --case 200,412 --version v16 \
         --validate-queries 8192 --max-time 2
+      ;;
+    gpuall)
+      log "every GPU test, and v15's and v16's CPU tests, in one process"
+      "$BUILD_DIR/tests/knn_tests" --gtest_filter='Gpu*:V15*:V16*' >"$OUT/gpu-tests.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]" "$OUT/gpu-tests.log" | head -n 30
       ;;
     profile)
       mkdir -p "$OUT/profile"

@@ -219,6 +219,11 @@ std::vector<V15Case> f32_cases() {
   out.push_back(f32_case("auto", false, 1, 1024, gpu::kFp32MinRows, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
   out.push_back(f32_case("auto", true, 3, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
   out.push_back(f32_case("off", false, 3, 1024, 1 << 17, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  // Several chunks (8 MiB and more, the first ones growing): ties and clusters across the chunks'
+  // boundaries, both query counts per thread.
+  out.push_back(f32_case("on", true, 2, 300, (1 << 20) + 3, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
+  out.push_back(f32_case("on", true, 5, 100, (1 << 19) + 1, false, Distribution::integers, 4, 0.f, 37));
+  out.push_back(f32_case("on", true, 3, 257, 1 << 20, false, Distribution::clusters, kDefaultIntegerMax, 0.f, 41, "4"));
   return out;
 }
 
