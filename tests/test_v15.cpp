@@ -494,6 +494,9 @@ TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
         }
   // One query: every thread of a block along the rows, enough splits for the device.
   const gpu::ScanPlan one = gpu::plan_scan(1, 1 << 24, 3, 1, 4, 132 * 16, false);
+  EXPECT_EQ(one.chunk_rows, gpu::plan_chunks(1 << 24, 12, false, false));  // no ramp below kRampMinQueries
+  EXPECT_EQ(gpu::plan_scan(gpu::kRampMinQueries, 1 << 24, 3, 1, 4, 132 * 16, false).chunk_rows,
+            gpu::plan_chunks(1 << 24, 12, false, true));
   EXPECT_EQ(one.query_threads, 1);
   EXPECT_EQ(one.ref_threads, gpu::kScanBlock);
   EXPECT_GE(one.blocks_per_chunk(), 132);

@@ -29,6 +29,10 @@ constexpr int kMaxChunks = 8;
 // chunks are the equal ones. At most kMaxRampChunks such chunks.
 constexpr std::size_t kFirstChunkBytes = std::size_t(512) << 10;
 constexpr int kMaxRampChunks = 8;
+// plan_scan ramps only from this many queries: with one query the search of a chunk is far shorter
+// than its copy, and the ramp's extra chunks cost cases 8 and 9 1-2 % on an H100 (docs/v15.md);
+// between 1 and 1024 queries nothing was measured.
+constexpr int kRampMinQueries = 64;
 // A thread scans at least this many row groups of its split.
 constexpr long long kMinGroupsPerThread = 16;
 
@@ -89,7 +93,7 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
   while (p.query_threads < kScanBlock && p.query_threads < query_slots) p.query_threads *= 2;
   p.ref_threads = kScanBlock / p.query_threads;
   p.query_groups = int((query_slots + p.query_threads - 1) / p.query_threads);
-  p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk, ramp);
+  p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk, ramp && m >= kRampMinQueries);
   // Many queries: the chunks' partial lists would outgrow the budget, and the search outlasts the
   // copy anyway, so one chunk (the answers are then written in place, no merge).
   if (p.chunks() > 1 && (long long)m * p.chunks() * p.ref_threads * topk > kPartialBudget)
