@@ -175,8 +175,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       tc_kernel == nullptr ? 0
                            : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
   const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
-                                      (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join,
-                                      /*ramp=*/false);  // measured 2-7 % slower with it (docs/v15.md)
+                                      (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
   // The fp32 filter is planned only where the tensor-core filter is not taken (its reason is then
   // never printed).
   const gpu::Fp32Plan f32 = tc.chosen ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());

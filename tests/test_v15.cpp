@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/order.hpp"
@@ -297,10 +298,14 @@ std::string check_against_v0(const V15Case& c) {
   if (!c.f32.empty()) {
     const bool f32 = ctx.path.find("fp32 filter:") != std::string::npos;
     EXPECT_EQ(f32, c.expect_f32) << c.name() << ": the fp32 filter " << (f32 ? "ran" : "did not run") << ": " << ctx.path;
-    if (f32)
+    if (f32) {
       EXPECT_NE(ctx.path.find(fmt::format("{} queries per thread", c.f32_queries.empty() ? "8" : c.f32_queries)),
                 std::string::npos)
           << ctx.path;
+      // The shapes of 8 MiB and more, from 64 queries, are cut into several chunks (V15Plan checks the plan).
+      if (std::size_t(c.n) * c.dim * 4 >= 2 * gpu::kChunkBytes && c.m >= gpu::kRampMinQueries)
+        EXPECT_NE(ctx.path.find("chunks of "), std::string::npos) << ctx.path;
+    }
   }
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
@@ -326,7 +331,8 @@ std::string check_against_v0(const V15Case& c) {
       if (!valid) return ctx.path;
       const float true_d = squared_distance(p.queries + std::size_t(q) * p.dim,
                                             p.references + std::size_t(gi) * p.dim, p.dim);
-      const bool ok = exact ? gd == wd && true_d == wd && (gi == wi || true_d == wd)
+      // Exact data: v0's very list, the smaller index first among equal distances.
+      const bool ok = exact ? gd == wd && true_d == wd && gi == wi
                             : near(gd, wd) && near(true_d, wd) && near(gd, true_d);
       EXPECT_TRUE(ok) << where << ": (" << gi << ", " << gd << ") for v0's (" << wi << ", " << wd
                       << "), v0 distance of " << gi << " is " << true_d;
@@ -513,6 +519,19 @@ TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
   // Many queries and topk 32: one chunk and one list per query (no merge).
   const gpu::ScanPlan many = gpu::plan_scan(1 << 20, 1 << 20, 5, 32, 1, 132 * 16, false);
   EXPECT_EQ(many.partials(), 1);
+  // Over the budget with the ramp's chunks but not with the equal ones: the equal chunks.
+  const gpu::ScanPlan some = gpu::plan_scan(100000, 1 << 24, 5, 32, 1, 132 * 16, false);
+  EXPECT_EQ(some.chunk_rows, gpu::plan_chunks(1 << 24, 20, false, false));
+  EXPECT_GT(100000LL * some.ref_threads * 32 * (long long)(gpu::plan_chunks(1 << 24, 20, false, true).size() - 1),
+            gpu::kPartialBudget);  // the ramp's chunks were over it
+  // The fp32 filter's several-chunk test shapes (8 queries per thread, test_v15's f32_cases) do
+  // take several chunks, the first ones growing.
+  for (const auto& [m, n, dim] : std::vector<std::tuple<int, int, int>>{{300, (1 << 20) + 3, 2}, {100, (1 << 19) + 1, 5},
+                                                                       {257, 1 << 20, 3}}) {
+    const gpu::ScanPlan f = gpu::plan_scan(m, n, dim, 1, 8, 132 * 3, false);
+    EXPECT_GT(f.chunks(), 2) << m << " " << n << " " << dim;
+    EXPECT_EQ(f.chunk_rows, gpu::plan_chunks(n, std::size_t(dim) * 4, false, true)) << m << " " << n << " " << dim;
+  }
 }
 
 // What the harness tells versions about the values: whole or not, and the range of both sets.
@@ -653,7 +672,7 @@ TEST(V15TcPlan, TakenOnlyWhereItApplies) {
   EXPECT_EQ(a.slices, 2);
   EXPECT_EQ(a.query_groups, 4);
   EXPECT_EQ(a.splits, int((resident + 3) / 4));
-  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 64, false));
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 64, false, false));  // equal chunks: no ramp
   EXPECT_EQ(gpu::plan_tc(p, gpu::TcMode::automatic, 9, resident, true).chunks(), 1);
   p.n = gpu::kTcMinRows - 1;
   EXPECT_FALSE(plan(gpu::TcMode::automatic).chosen);

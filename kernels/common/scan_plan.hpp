@@ -55,7 +55,7 @@ struct ScanPlan {
 // chunks grow from kFirstChunkBytes (above); without it every chunk has the same size.
 inline std::vector<int> plan_chunks(int n, std::size_t row_bytes, bool single, bool ramp = true) {
   const std::size_t bytes = std::size_t(n) * row_bytes;
-  const long long groups = (n + kScanGroup - 1) / kScanGroup;
+  const long long groups = ((long long)n + kScanGroup - 1) / kScanGroup;
   int equal = single ? 1 : int(std::min<std::size_t>(kMaxChunks, std::max<std::size_t>(1, bytes / kChunkBytes)));
   equal = int(std::max<long long>(1, std::min<long long>(equal, groups)));
   std::vector<int> rows{0};
@@ -94,10 +94,12 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
   p.ref_threads = kScanBlock / p.query_threads;
   p.query_groups = int((query_slots + p.query_threads - 1) / p.query_threads);
   p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk, ramp && m >= kRampMinQueries);
-  // Many queries: the chunks' partial lists would outgrow the budget, and the search outlasts the
-  // copy anyway, so one chunk (the answers are then written in place, no merge).
-  if (p.chunks() > 1 && (long long)m * p.chunks() * p.ref_threads * topk > kPartialBudget)
-    p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), true);
+  // Many queries: the chunks' partial lists would outgrow the budget. First without the ramp's
+  // extra chunks, then, when even the equal chunks' lists are too many (the search outlasts the copy
+  // anyway), one chunk (the answers are then written in place, no merge).
+  const auto over_budget = [&] { return p.chunks() > 1 && (long long)m * p.chunks() * p.ref_threads * topk > kPartialBudget; };
+  if (over_budget()) p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk, false);
+  if (over_budget()) p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), true);
   // Enough blocks per chunk to fill the device once, but no thread with less than
   // kMinGroupsPerThread groups and no more partial entries than the budget.
   const long long chunk_groups = ((long long)largest_chunk(p.chunk_rows) + kScanGroup - 1) / kScanGroup;

@@ -72,9 +72,10 @@ double tc_score_error_bound(int dim, double half_span, bool split = false);
 inline bool tc_split(int dim) { return dim < kTcSliceDims; }
 
 // The plan for problem p on a device of compute capability cc_major (TF32 needs 8) that holds
-// `resident_blocks` filter blocks at once. `single_chunk` and `ramp` as in plan_scan.
+// `resident_blocks` filter blocks at once. `single_chunk` and `ramp` as in plan_scan (v15 keeps
+// the filter's chunks equal: with the ramp it measured 2-7 % slower on an H100, docs/v15.md).
 TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk,
-               bool ramp = true);
+               bool ramp = false);
 
 // The fp32 filter on CUDA cores (kernels/common/fp32_filter.cuh), for k below the tensor-core
 // filter's range, where a TF32 score's band is too wide and the mma's overhead too large. The same
