@@ -157,9 +157,9 @@ void add_run_options(CLI::App& app, RunOptions& o) {
 int cli_main(int argc, char** argv) {
   CLI::App app{
       "knnbench: benchmark exact k-nearest-neighbour search on the CPU, one GPU and several GPUs.\n"
-      "Runs every registered version (v0..v13) on the cases of a JSON test matrix, validates each against\n"
-      "v0 and prints a table of median wall times (ms). Sizes: k = dimension, m = queries, n = references;\n"
-      "topk = neighbours per query.\n\n"
+      "Runs every registered version (knnbench --list names them) on the cases of a JSON test matrix,\n"
+      "validates each against v0 and prints a table of median wall times (ms). Sizes: k = dimension,\n"
+      "m = queries, n = references; topk = neighbours per query.\n\n"
       "Examples:\n"
       "  knnbench --group smoke                 fast cases, every version\n"
       "  knnbench --version v8 --case 11        one version on one case\n"
