@@ -97,12 +97,14 @@ measure() {
 }
 # Shapes measured briefly: a few samples, 1024 queries validated.
 quick=(--min-samples 3 --max-time 2 --validate-queries 1024)
-# v15's tests (GPU and CPU) into DIR/tests.log.
-v15_tests() {
-  log "v15: its tests (GPU and CPU)"
-  "$BUILD_DIR/tests/knn_tests" --gtest_filter='*GpuV15*:V15*' >"$1/tests.log" 2>&1 || status=1
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$1/tests.log" | head -n 20
+# gtests LOG FILTER WHAT: the knn_tests that FILTER selects, in one process, into LOG; prints the summary.
+gtests() {
+  log "$3"
+  "$BUILD_DIR/tests/knn_tests" --gtest_filter="$2" >"$1" 2>&1 || status=1
+  grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]" "$1" | head -n 30
 }
+# v15's tests (GPU and CPU) into DIR/tests.log.
+v15_tests() { gtests "$1/tests.log" '*GpuV15*:V15*' "v15: its tests (GPU and CPU)"; }
 
 log "configure + build in $BUILD_DIR"
 nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv >>"$OUT/gpu-check.log" 2>&1 || true
@@ -275,9 +277,7 @@ for step in "${steps[@]}"; do
       ;;
     v16)
       mkdir -p "$OUT/v16"
-      log "v16: its tests"
-      "$BUILD_DIR/tests/knn_tests" --gtest_filter='*V16*' >"$OUT/v16/tests.log" 2>&1 || status=1
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/v16/tests.log" | head -n 20
+      gtests "$OUT/v16/tests.log" '*V16*' "v16: its tests"
       trees=(--config configs/trees.json --case 100 --version v16 --validate-queries 8192)
       seeds=(--config configs/seeds.json --case 405,409 --version v16 --validate-queries 8192 --max-time 3)
       for run in a b; do
@@ -292,9 +292,7 @@ for step in "${steps[@]}"; do
         --validate-queries 8192 --max-time 2
       ;;
     gpuall)
-      log "every GPU test, and v15's and v16's CPU tests, in one process"
-      "$BUILD_DIR/tests/knn_tests" --gtest_filter='Gpu*:V15*:V16*' >"$OUT/gpu-tests.log" 2>&1 || status=1
-      grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[==========\]" "$OUT/gpu-tests.log" | head -n 30
+      gtests "$OUT/gpu-tests.log" 'Gpu*:V15*:V16*' "every GPU test, and v15's and v16's CPU tests, in one process"
       ;;
     profile)
       mkdir -p "$OUT/profile"
