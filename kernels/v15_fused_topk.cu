@@ -246,14 +246,13 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   for (int c = 0; c < chunks; ++c) {
     KNN_CUDA_TRY(cudaStreamWaitEvent(search, copied[c].get(), 0));
     if (c == 0) search_start.record(search);
-    if (c == 0 && filter) {
-      a.row_begin = chunk_rows[0], a.row_end = chunk_rows[1];
+    a.row_begin = chunk_rows[c], a.row_end = chunk_rows[c + 1];
+    if (c == 0 && filter) {  // the seed rows come from the first chunk
       const long long threads = (long long)p.m * 32;
       gpu::tc::seed_kernel<<<int((threads + gpu::tc::kSeedBlock - 1) / gpu::tc::kSeedBlock), gpu::tc::kSeedBlock, 0,
                              search>>>(a);
       KNN_CUDA_CHECK_LAUNCH();
     }
-    a.row_begin = chunk_rows[c], a.row_end = chunk_rows[c + 1];
     a.partial_base = (long long)c * plan.splits * plan.ref_threads;
     kernel<<<blocks, block_threads, 0, search>>>(a);
     KNN_CUDA_CHECK_LAUNCH();

@@ -1,6 +1,6 @@
 #pragma once
-// The search side of the GPU kd-tree (kdtree_gpu_build.hpp): a query's coordinates, a leaf's scan, the pruning
-// tests and the stack-free walk from one leaf to the next over the implicit tree. The box test
+// The search side of the GPU kd-tree (kdtree_gpu_build.hpp): a query's coordinates, a leaf's scan,
+// the pruning tests and the stack-free walk from one leaf to the next over the implicit tree. The box test
 // bounds a subtree by the distance from the query to its box; the median test by the distance to
 // its parent's splitting plane. Both use v0's float roundings, so neither exceeds a true distance.
 #include <cuda_runtime.h>
