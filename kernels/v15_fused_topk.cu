@@ -134,11 +134,20 @@ std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) /
 // (scan_plan.hpp); default 1. The tensor-core filter always takes equal chunks.
 bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
 
-// The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread.
+// The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread
+// (its lists are the keys in global memory: no partial lists, so no budget for them).
 gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries = 0) {
   const List l = list_for(p.topk);
-  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, filter_queries > 0 ? filter_queries : queries_per_thread(l),
-                        resident_blocks, p.self_join || l == List::heap, chunk_ramp());
+  if (filter_queries > 0)
+    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp());
+  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, queries_per_thread(l), resident_blocks, p.self_join || l == List::heap,
+                        chunk_ramp());
+}
+
+// How the filters' keys become the answer.
+std::string filter_lists_text(int topk) {
+  return topk == 1 ? "best pair merged by atomicMin"
+                   : fmt::format("each query's {} best keys kept by cascades of atomicMin, sorted at the end", topk);
 }
 
 // "N chunks of a, b, ... MiB (copy on one stream, search on another)" for the path.
@@ -202,7 +211,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const std::size_t partial_slots = merge ? std::size_t(p.m) * partials * p.topk : 0;
   cuda::StreamBuffer<float> partial_distances(partial_slots, copy);
   cuda::StreamBuffer<std::int32_t> partial_indices(partial_slots, copy);
-  cuda::StreamBuffer<unsigned long long> best(list == List::one ? p.m : 0, copy);
+  const std::size_t key_slots = filter ? std::size_t(p.m) * p.topk : list == List::one ? p.m : 0;
+  cuda::StreamBuffer<unsigned long long> best(key_slots, copy);
   cuda::StreamBuffer<float> heap_distances(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
@@ -231,7 +241,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   // The keys' and the count's initial values are set on the search stream, while the copy stream
   // starts uploading at once (after `start`, which orders the buffers' allocation before them).
   KNN_CUDA_TRY(cudaStreamWaitEvent(search, start.get(), 0));
-  if (list == List::one) gpu::fill_worst_keys(best.data(), p.m, search);
+  if (key_slots > 0) gpu::fill_worst_keys(best.data(), (long long)key_slots, search);
   if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), search));
   if (!p.self_join)
     KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
@@ -261,7 +271,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   KNN_CUDA_TRY(cudaStreamWaitEvent(copy, searched.get(), 0));
   if (merger)
     merger->enqueue(partial_distances.data(), partial_indices.data(), indices.data(), distances.data());
-  else if (list == List::one)
+  else if (filter && p.topk > 1)
+    gpu::sort_key_lists(best.data(), p.m, p.topk, indices.data(), distances.data(), copy);
+  else if (key_slots > 0)
     gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
   merged.record(copy);
   cuda::download_answers(p, indices.data(), distances.data(), out, copy);
@@ -288,11 +300,11 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         "tensor-core filter: k={} in {} {} slice{} of 8, scores ||r-c||^2 - 2(q-c).(r-c) with c = {:g}, error bound "
         "{:.3g} (values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of the "
         "pairs; {} seed distances per query besides); blocks of {} = {} warps x {} queries scoring {} rows at a time from shared memory, {} query group{} x {} split{} x {}; "
-        "best pair merged by atomicMin",
+        "{}",
         p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
         double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
         gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
-        chunks_text(chunk_rows, p.dim));
+        chunks_text(chunk_rows, p.dim), filter_lists_text(p.topk));
     return;
   }
   if (f32.chosen) {
@@ -300,11 +312,11 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         "fp32 filter: k={} compiled in, {} queries per thread, scores ||r-c||^2 - 2(q-c).(r-c) in fp32 with c = {:g}, "
         "error bound {:.3g} (values within {:g} of c); {} exact fp32 distances in 4-row groups holding a candidate ({:.1f} per query, "
         "{:.4f} % of the pairs; {} seed distances per query besides); blocks of {} = {} query x {} row threads, {} "
-        "query group{} x {} split{} x {}; best pair merged by atomicMin; tensor-core filter not taken: {}",
+        "query group{} x {} split{} x {}; {}; tensor-core filter not taken: {}",
         p.dim, f32.queries_per_thread, f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
-        plan.splits == 1 ? "" : "s", chunks_text(chunk_rows, p.dim), tc.why);
+        plan.splits == 1 ? "" : "s", chunks_text(chunk_rows, p.dim), filter_lists_text(p.topk), tc.why);
     return;
   }
   ctx.path = fmt::format(
@@ -316,7 +328,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       chunks_text(chunk_rows, p.dim), partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
   if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
-  if (p.values.known && p.topk == 1)
+  if (p.values.known && p.topk <= gpu::kFilterMaxTopk)
     ctx.path += fmt::format("; tensor-core filter not taken: {}; fp32 filter not taken: {}", tc.why, f32.why);
 }
 
@@ -329,8 +341,15 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float));
   bytes += p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
   bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));
-  if (list == List::one) bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
-  if (needs_merge(plan, list)) {
+  // The filters' keys (both filters' plans depend on the knobs, the values and the device's compute capability).
+  const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(),
+                                      env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join);
+  const bool filter = tc.chosen || gpu::plan_fp32(p, gpu::fp32_mode_from_environment()).chosen;
+  if (filter && p.topk > 1)
+    bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::sort_key_lists_bytes(p.m, p.topk);
+  else if (list == List::one || filter)
+    bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
+  if (!filter && needs_merge(plan, list)) {
     const long long per_query = plan.partials() * p.topk;
     bytes += std::size_t(p.m) * per_query * (sizeof(std::int32_t) + sizeof(float));
     bytes += gpu::PartialMerge::device_bytes(p.m, per_query);

@@ -40,6 +40,10 @@
 #               cases 8-11 with v4, v6, v7 and v15, then v15 with KNN_V15_RAMP=0, 1, 0 (alternating
 #               processes), and configs/fp32-shapes.json and tc-shapes.json both ways
 #                                -> ramp/default-{on,off,on2,off2}.*, ramp/{fp32,tc}-shapes-{on,off}.*, tests.log
+#   filtertopk  v15's filters with topk 2..32 (lists of keys in global memory): the filters' tests (GPU and
+#               CPU), then cases 200 and 405 (seeds.json) and the topk sweep's 8 and 32 (v15-topk.json)
+#               with the scan, KNN_V15_TC=on (split and plain TF32) and KNN_V15_FP32_FILTER=on
+#                                          -> filtertopk/{seeds,sweep}-{scan,tc,tc-plain,fp32}.*, tests.log
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -75,7 +79,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -290,6 +294,20 @@ for step in "${steps[@]}"; do
       done
       measure "$OUT/v16/seeds-200-412" -- --config configs/seeds.json --case 200,412 --version v16 \
         --validate-queries 8192 --max-time 2
+      ;;
+    filtertopk)
+      mkdir -p "$OUT/filtertopk"
+      gtests "$OUT/filtertopk/tests.log" '*GpuFilterTopk*:*GpuTc*:*GpuFp32*:V15*' "v15: the filters' tests (GPU and CPU)"
+      seeds=(--config configs/seeds.json --case 200,405 --version v15 --validate-queries 2048 --max-time 2)
+      sweep=(--config configs/v15-topk.json --case 1508,1532 --version v15 --validate-queries 1024 --max-time 2)
+      for set in seeds sweep; do
+        declare -n args=$set
+        measure "$OUT/filtertopk/$set-scan" -- "${args[@]}"
+        measure "$OUT/filtertopk/$set-tc" KNN_V15_TC=on -- "${args[@]}"
+        measure "$OUT/filtertopk/$set-tc-plain" KNN_V15_TC=on KNN_V15_TC_SPLIT=off -- "${args[@]}"
+        measure "$OUT/filtertopk/$set-fp32" KNN_V15_FP32_FILTER=on -- "${args[@]}"
+        unset -n args
+      done
       ;;
     gpuall)
       gtests "$OUT/gpu-tests.log" 'Gpu*:V15*:V16*' "every GPU test, and v15's and v16's CPU tests, in one process"

@@ -51,12 +51,15 @@ struct V15Case {
   std::string f32 = "";
   std::string f32_queries = "";
   bool expect_f32 = false;
+  // KNN_V15_TC_SPLIT ("" leaves it unset).
+  std::string tc_split = "";
   std::string name() const {
-    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
+    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
                        int8.empty() ? std::string() : "_int8" + int8, tc.empty() ? std::string() : "_tc" + tc,
                        f32.empty() ? std::string() : "_f32" + f32 + (f32_queries.empty() ? "" : "q" + f32_queries),
-                       offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))));
+                       offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))),
+                       tc_split.empty() ? std::string() : "_split" + tc_split);
   }
 };
 
@@ -228,6 +231,52 @@ std::vector<V15Case> f32_cases() {
   return out;
 }
 
+// Both filters with topk 2..32 (each query's keys in global memory, tc::offer), forced on: every
+// list class of the scan (2, 5, 8, 9, 31, 32), fewer rows than topk (the empty slots), one
+// query, ties everywhere (integers, duplicates: v0's very indices), clusters, values far from 0,
+// self-joins, several chunks, and the tensor-core filter with plain and split TF32 at k = 5.
+std::vector<V15Case> topk_filter_cases() {
+  std::vector<V15Case> out;
+  const auto add = [&](bool tc, int dim, int m, int n, int topk, bool self_join = false,
+                       Distribution dist = Distribution::uniform, std::uint32_t integer_max = kDefaultIntegerMax,
+                       float offset = 0.f, int checked_rows = 0, std::string split = "") {
+    V15Case c = tc ? tc_case("on", true, dim, m, n, self_join, dist, integer_max, offset, checked_rows)
+                   : f32_case("on", true, dim, m, n, self_join, dist, integer_max, offset, checked_rows);
+    c.topk = topk;
+    c.tc_split = std::move(split);
+    out.push_back(c);
+  };
+  for (bool tc : {true, false}) {
+    const int dim = tc ? 16 : 5;
+    for (int topk : {2, 5, 8, 9, 31, 32}) add(tc, dim, 300, 20011, topk);
+    for (int n : {1, 3, 31, 33}) add(tc, 3, 50, n, 32);
+    add(tc, 3, 1, 65537, 8);
+    add(tc, dim, 300, 20011, 5, false, Distribution::integers, 4);
+    add(tc, dim, 300, 20011, 32, false, Distribution::integers, 3);
+    add(tc, 3, 300, 20011, 16, false, Distribution::duplicates);
+    add(tc, dim, 300, 20011, 10, false, Distribution::clusters);
+    add(tc, 3, 300, 20011, 5, false, Distribution::uniform, kDefaultIntegerMax, 6400.f);
+    add(tc, 2, 0, 20011, 32, true);
+    add(tc, 2, 0, 20011, 32, true, Distribution::integers, 3);
+    add(tc, 5, 0, 1, 5, true);
+    add(tc, dim, 1024, (1 << 20) + 3, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
+    add(tc, 3, 257, (1 << 20) + 1, 32, false, Distribution::integers, 5, 0.f, 37);
+  }
+  for (const char* split : {"off", "on"}) {
+    add(true, 5, 1024, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97, split);
+    add(true, 5, 300, 20011, 5, false, Distribution::integers, 4, 0.f, 0, split);
+    add(true, 2, 0, 20011, 32, true, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, split);
+  }
+  // The automatic rules keep the scan for topk > 1.
+  V15Case c = tc_case("auto", false, 16, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
+  c.topk = 5;
+  out.push_back(c);
+  c = f32_case("auto", false, 5, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
+  c.topk = 5;
+  out.push_back(c);
+  return out;
+}
+
 struct Points {
   std::vector<float> queries, references;
   Problem problem;
@@ -289,6 +338,7 @@ std::string check_against_v0(const V15Case& c) {
     const ScopedEnv tc_mode("KNN_V15_TC", c.tc);
     const ScopedEnv f32_mode("KNN_V15_FP32_FILTER", c.f32);
     const ScopedEnv f32_queries("KNN_V15_FP32_QUERIES", c.f32_queries);
+    const ScopedEnv split("KNN_V15_TC_SPLIT", c.tc_split);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
@@ -364,6 +414,8 @@ INSTANTIATE_TEST_SUITE_P(GpuInt8, GpuV15, ::testing::ValuesIn(int8_cases()),
 INSTANTIATE_TEST_SUITE_P(GpuTc, GpuV15, ::testing::ValuesIn(tc_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuFp32, GpuV15, ::testing::ValuesIn(f32_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuFilterTopk, GpuV15, ::testing::ValuesIn(topk_filter_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 
 // Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
@@ -624,7 +676,7 @@ TEST(V15Int8Plan, ModeComesFromTheEnvironment) {
   }
 }
 
-// The tensor-core filter's rule: topk 1, k ≤ 32, finite examined values, TF32 hardware, and in the
+// The tensor-core filter's rule: topk ≤ 32, k ≤ 32, finite examined values, TF32 hardware, and in the
 // automatic mode at least one block of queries; the reasons name the rule.
 TEST(V15TcPlan, TakenOnlyWhereItApplies) {
   std::vector<float> points(3 * 1000, 0.5f);
@@ -646,8 +698,14 @@ TEST(V15TcPlan, TakenOnlyWhereItApplies) {
   EXPECT_EQ(a.query_groups, 4);  // ceil(1000 / 256)
   EXPECT_EQ(plan(gpu::TcMode::off).why, "KNN_V15_TC=off");
   EXPECT_NE(plan(gpu::TcMode::on, 7).why.find("no TF32 tensor cores"), std::string::npos);
+  // topk 2..32: lists of keys, taken when asked for; the automatic rule keeps topk 1.
   p.topk = 2;
-  EXPECT_NE(plan(gpu::TcMode::on).why.find("topk 2"), std::string::npos);
+  EXPECT_NE(plan(gpu::TcMode::automatic).why.find("topk 2: the automatic rule takes topk = 1"), std::string::npos);
+  EXPECT_TRUE(plan(gpu::TcMode::on).chosen);
+  p.topk = gpu::kFilterMaxTopk;
+  EXPECT_TRUE(plan(gpu::TcMode::on).chosen);
+  p.topk = gpu::kFilterMaxTopk + 1;
+  EXPECT_NE(plan(gpu::TcMode::on).why.find("topk 33 > 32"), std::string::npos);
   p.topk = 1, p.dim = 33;
   EXPECT_NE(plan(gpu::TcMode::on).why.find("k = 33 > 32"), std::string::npos);
   p.dim = 32;
@@ -703,9 +761,18 @@ TEST(V15TcPlan, ErrorBoundCoversTf32Rounding) {
   }
   EXPECT_TRUE(gpu::tc_split(7));
   EXPECT_FALSE(gpu::tc_split(8));
+  {
+    const ScopedEnv split("KNN_V15_TC_SPLIT", "off");
+    EXPECT_FALSE(gpu::tc_split(7));
+  }
+  {
+    const ScopedEnv split("KNN_V15_TC_SPLIT", "on");
+    EXPECT_TRUE(gpu::tc_split(8));
+    EXPECT_FALSE(gpu::tc_split(9));  // split values need one slice
+  }
 }
 
-// The fp32 filter's rule: topk 1, k < 8, finite examined values, and in the automatic mode
+// The fp32 filter's rule: topk ≤ 32, k < 8, finite examined values, and in the automatic mode
 // enough queries and rows; the reasons name the rule.
 TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   std::vector<float> points(3 * 1000, 0.5f);
@@ -733,7 +800,10 @@ TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   EXPECT_FALSE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).chosen);
   EXPECT_TRUE(gpu::plan_fp32(p, gpu::Fp32Mode::on).chosen);
   p.dim = 3, p.topk = 2;
-  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("topk 2"), std::string::npos);
+  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).why.find("topk 2"), std::string::npos);
+  EXPECT_TRUE(gpu::plan_fp32(p, gpu::Fp32Mode::on).chosen);
+  p.topk = 33;
+  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("topk 33 > 32"), std::string::npos);
   p.topk = 1, p.values.finite = false;
   EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).why, "not every value is finite");
   p.values = ValueTraits{true, false, -3e18f, 3e18f, true};

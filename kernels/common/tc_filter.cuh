@@ -8,20 +8,22 @@
 // warp then takes the stage 8 rows per step: lane (g, t) reads row g, columns t and t + 4 of every
 // slice, less c, as the B fragment and the norms of rows 2t and 2t + 1 (the columns its
 // accumulators hold) as C. One mma.sync per slice and tile gives ‖r − c‖² − 2 (q − c)·(r − c) for
-// 16 queries × 8 rows. A lane keeps, for each of its 8 queries, the best exact (distance, index)
-// it knows and the score threshold that follows from it; a score at or below the threshold makes
-// the row a candidate, whose distance is computed as the fused scan computes it (first term a
-// product, then fused multiply-adds, in dimension order; from shared memory for k ≤ 16, where the
-// block also keeps its queries) and offered to the query's packed key in
-// global memory by atomicMin. At every stage a lane reads the keys back, so a query's threshold
-// tightens with what every block has found; the keys start from seed_kernel's exact distances to
-// 256 rows of the first chunk.
+// 16 queries × 8 rows. A lane keeps, for each of its 8 queries, a bound: an exact (distance, index)
+// key at least the query's final topk-th (for topk = 1: the best pair it knows), and the score
+// threshold that follows from it; a score at or below the threshold makes the row a candidate,
+// whose distance is computed as the fused scan computes it (first term a product, then fused
+// multiply-adds, in dimension order; from shared memory for k ≤ 16, where the block also keeps its
+// queries) and offered to the query's topk keys in global memory (offer below: atomicMin for
+// topk = 1). At every stage a lane reads each query's last key back, so a threshold tightens with
+// what every block has found; the keys start from seed_kernel's exact distances to 256 rows of
+// the first chunk.
 //
-// Why nothing is lost: let (d*, r*) be the scan's answer and (b, i) any exact pair a lane knows.
-// d* ≤ b; the true squared distance D(r*) ≤ d*·(1 + 2^-18) (the fp32 sum's error, k ≤ 32);
-// D(r*) = ‖q − c‖² + S(r*) with S the true score; the computed score is at most S(r*) + E. So
-// score(r*) ≤ b·(1 + 2^-18) − ‖q − c‖² + E, which the threshold bounds from above (rounded up,
-// with ‖q − c‖² taken from below). A row above the threshold cannot be the answer, nor tie with it.
+// Why nothing is lost: let (d*, r*) be any pair of the scan's answer and (b, i) a lane's bound.
+// (d*, r*) ≤ the final topk-th key ≤ (b, i), so d* ≤ b; the true squared distance D(r*) ≤
+// d*·(1 + 2^-18) (the fp32 sum's error, k ≤ 32); D(r*) = ‖q − c‖² + S(r*) with S the true score;
+// the computed score is at most S(r*) + E. So score(r*) ≤ b·(1 + 2^-18) − ‖q − c‖² + E, which the
+// threshold bounds from above (rounded up, with ‖q − c‖² taken from below). A row above the
+// threshold cannot be in the answer, nor tie with its last pair.
 // Underflow (subnormal terms in d*, ‖q − c‖² or the score) costs at most a few times 2^-149 per
 // operation: the 2^-100 added to every band covers it.
 #include <cuda_runtime.h>
@@ -40,9 +42,9 @@ constexpr int kSeedRows = 256;
 constexpr int kSeedBlock = 128;
 
 struct Slot {
-  float best;          // the best exact distance known for the query (+inf: none yet)
+  float best;          // the bound's distance: at least the query's final topk-th (+inf: none yet)
   std::int32_t index;  // its row (-1: none)
-  float threshold;     // a score above this cannot beat (best, index); -inf for a slot past m
+  float threshold;     // a score above this cannot enter the answer; -inf for a slot past m
   float norm_low;      // a lower bound of ‖q − c‖²
 };
 
@@ -75,28 +77,69 @@ __device__ __forceinline__ float norm_low(const float* q, int dim, float c) {
   return __fmul_rd(norm, 1.f - 0x1p-18f);
 }
 
-// A warp per query: the exact distance (the scan's) to kSeedRows rows spread over
-// [a.row_begin, a.row_end), offered to the query's key. Without it every lane starts with no
-// threshold and takes its first rows as candidates until a refresh brings in what others found.
+// The key of an empty slot (+inf, index -1): every real key sorts before it.
+constexpr unsigned long long kNoKey = (0x7f800000ULL << 32) | 0xffffffffULL;
+
+// A query's `topk` slots of packed (distance, index) keys, shared by every thread that filters the
+// query's rows. A key is offered by a cascade of atomicMin from slot 0 on: each slot keeps the
+// smaller key and the larger one goes on to the next, off the end after slot topk − 1. Each slot
+// only ever decreases, and a key that left slot s was at least slot s's value then, so however the
+// cascades of several threads interleave: once all are done, the slots hold the topk smallest keys
+// offered (in some order: the lists are sorted at the end), and at any moment the last slot holds a
+// key at least the t-th smallest key offered so far, hence at least the final t-th (a key reaches
+// the last slot only past t − 1 smaller keys). So the last slot is a safe bound for a threshold.
+// Returns the last slot's key just after this cascade passed it, or ~0 when the cascade stopped
+// earlier: at an empty slot (the list was not full) or at its own key (already in the list: the
+// seed kernel offered that row before the filter found it again).
+__device__ __forceinline__ unsigned long long offer(unsigned long long* list, int topk, unsigned long long key) {
+  unsigned long long carry = key;
+  for (int s = 0; s < topk; ++s) {
+    const unsigned long long old = atomicMin(list + s, carry);
+    if (s == topk - 1) return old < carry ? old : carry;
+    if (old == carry) return ~0ULL;  // the same key is there (never kNoKey: that returned below)
+    if (old > carry) carry = old;
+    if (carry == kNoKey) return ~0ULL;
+  }
+  return ~0ULL;
+}
+
+// A warp per query: the exact distance (the scan's) to min(kSeedRows, rows) distinct rows spread
+// over [a.row_begin, a.row_end); the best topk of them fill the query's first slots (set to kNoKey
+// before). Without it every lane starts with no threshold and takes its first rows as candidates
+// until a refresh brings in what others found.
 __global__ void __launch_bounds__(kSeedBlock) seed_kernel(scan::Args a) {
+  constexpr int kPerLane = kSeedRows / 32;
   const int lane = threadIdx.x & 31;
   const long long q = ((long long)blockIdx.x * kSeedBlock + threadIdx.x) / 32;
   if (q >= a.m) return;  // the whole warp
   const long long rows = a.row_end - a.row_begin;
-  unsigned long long best = scan::pack(INFINITY, -1);
-  for (int s = lane; s < kSeedRows; s += 32) {
-    const int row = a.row_begin + int(rows * s / kSeedRows);
-    if (a.self_join && row == q) continue;
-    const float e = exact_distance(a.queries + std::size_t(q) * a.dim, a.references + std::size_t(row) * a.dim, a.dim);
-    const unsigned long long key = scan::pack(e, row);
-    best = key < best ? key : best;
-  }
+  const long long count = rows < kSeedRows ? rows : kSeedRows;
+  unsigned long long mine[kPerLane];
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) {
-    const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, off);
-    best = other < best ? other : best;
+  for (int i = 0; i < kPerLane; ++i) {
+    const int s = lane + 32 * i;
+    const int row = a.row_begin + int(rows * s / (count > 0 ? count : 1));
+    mine[i] = kNoKey;
+    if (s >= count || (a.self_join && row == q)) continue;
+    const float e = exact_distance(a.queries + std::size_t(q) * a.dim, a.references + std::size_t(row) * a.dim, a.dim);
+    mine[i] = scan::pack(e, row);
   }
-  if (lane == 0) atomicMin(a.best + q, best);
+  // topk rounds of a warp-wide minimum; the lane that held it drops it (the keys are distinct).
+  for (int r = 0; r < a.topk; ++r) {
+    unsigned long long least = mine[0];
+#pragma unroll
+    for (int i = 1; i < kPerLane; ++i) least = mine[i] < least ? mine[i] : least;
+    unsigned long long best = least;
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) {
+      const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, off);
+      best = other < best ? other : best;
+    }
+    if (best == kNoKey) break;
+    if (lane == 0) atomicMin(a.best + std::size_t(q) * a.topk + r, best);
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) mine[i] = mine[i] == best ? kNoKey : mine[i];
+  }
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -192,7 +235,7 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int q = q_first + t * kTcTileQueries + g + 8 * h;
-        key[t][h] = q < a.m ? __ldcg(a.best + q) : ~0ULL;
+        key[t][h] = q < a.m ? __ldcg(a.best + std::size_t(q) * a.topk + a.topk - 1) : ~0ULL;
       }
     __syncthreads();  // the previous stage is scored (and, the first time, the zeroing is done)
     for (int rr = threadIdx.x; rr < kTcStageRows; rr += kTcBlock) {
@@ -261,9 +304,13 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
                                  staged + (r8 + 2 * t4 + (j & 1)) * kStride, dim);
             else
               e = exact_distance(a.queries + std::size_t(q) * dim, a.references + std::size_t(row) * dim, dim);
-            if (e < s.best || (e == s.best && row < s.index)) {
-              s.best = e, s.index = row, s.threshold = threshold_for(e, s.norm_low, band);
-              atomicMin(a.best + q, scan::pack(e, row));
+            const unsigned long long mine = scan::pack(s.best, s.index), found = scan::pack(e, row);
+            if (found < mine) {
+              const unsigned long long bound = offer(a.best + std::size_t(q) * a.topk, a.topk, found);
+              if (bound < mine) {
+                s.best = __uint_as_float(unsigned(bound >> 32)), s.index = std::int32_t(unsigned(bound));
+                s.threshold = threshold_for(s.best, s.norm_low, band);
+              }
             }
           }
         }

@@ -16,7 +16,7 @@
 namespace knn::gpu {
 
 // KNN_V15_TC: "auto" (the default: topk = 1, 8 ≤ k ≤ 32, m ≥ 64, n ≥ 2^18), "off" (the fused scan),
-// "on" (wherever the filter applies, whatever the shape).
+// "on" (wherever the filter applies, whatever the shape: topk up to kFilterMaxTopk).
 using TcMode = knn::env::Mode;
 inline TcMode tc_mode_from_environment() { return knn::env::mode_knob("KNN_V15_TC"); }
 
@@ -69,7 +69,12 @@ double tc_score_error_bound(int dim, double half_span, bool split = false);
 // Whether the filter splits the values of a k-dimensional problem: below 8 dimensions, which only
 // KNN_V15_TC=on takes (the band shrinks about 25-fold; on clustered 3-D points 5365 candidates per
 // query became 175, but on uniform ones the three products cost more than the candidates saved).
-inline bool tc_split(int dim) { return dim < kTcSliceDims; }
+// KNN_V15_TC_SPLIT=on|off overrides it at any k ≤ 8 (for measuring; split values need k ≤ 8).
+bool tc_split(int dim);
+
+// Both filters keep each query's topk best keys in global memory (tc::offer in tc_filter.cuh), up
+// to this many: every key that enters a list costs topk atomics.
+inline constexpr int kFilterMaxTopk = 32;
 
 // The plan for problem p on a device of compute capability cc_major (TF32 needs 8) that holds
 // `resident_blocks` filter blocks at once. `single_chunk` and `ramp` as in plan_scan (v15 keeps

@@ -25,6 +25,14 @@ double fp32_score_error_bound(int dim, double half_span) {
   return 1.02 * (4.0 * dim + 6.0) * std::ldexp(1.0, -24) * w + std::ldexp(1.0, -100);
 }
 
+bool tc_split(int dim) {
+  switch (knn::env::mode_knob("KNN_V15_TC_SPLIT")) {
+    case knn::env::Mode::on: return dim <= kTcSliceDims;
+    case knn::env::Mode::off: return false;
+    default: return dim < kTcSliceDims;
+  }
+}
+
 namespace {
 
 // The float at or above x.
@@ -34,7 +42,7 @@ float round_up(double x) {
   return f;
 }
 
-// The checks both filters share (the knob not off, topk 1, k within the kernel's limit, every value finite, scores far
+// The checks both filters share (the knob not off, topk within the lists' limit, k within the kernel's limit, every value finite, scores far
 // from overflow) and the centre c and half span H of the values: an empty string when they pass,
 // otherwise the reason. H is widened by 2^-20 before use, so rounding c to float never leaves a
 // value outside [c - H, c + H].
@@ -42,7 +50,9 @@ std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob
                          double& half) {
   const ValueTraits& v = p.values;
   if (mode == knn::env::Mode::off) return fmt::format("{}=off", knob);
-  if (p.topk != 1) return fmt::format("topk {}: the filter keeps one neighbour", p.topk);
+  if (p.topk > kFilterMaxTopk) return fmt::format("topk {} > {}: the filter's lists", p.topk, kFilterMaxTopk);
+  if (p.topk > 1 && mode == knn::env::Mode::automatic)
+    return fmt::format("topk {}: the automatic rule takes topk = 1 ({}=on takes up to {})", p.topk, knob, kFilterMaxTopk);
   if (p.dim > max_dim) return fmt::format("k = {} > {}", p.dim, max_dim);
   if (!v.known) return "values not examined";
   if (!v.finite) return "not every value is finite";

@@ -38,9 +38,9 @@ __global__ void unpack_kernel(const unsigned long long* __restrict__ keys, int m
   }
 }
 
-__global__ void fill_kernel(unsigned long long* keys, int m) {
-  for (int q = blockIdx.x * blockDim.x + threadIdx.x; q < m; q += gridDim.x * blockDim.x)
-    keys[q] = (static_cast<unsigned long long>(__float_as_uint(INFINITY)) << 32) | 0xffffffffu;
+__global__ void fill_kernel(unsigned long long* keys, long long count) {
+  for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < count; e += (long long)gridDim.x * blockDim.x)
+    keys[e] = (static_cast<unsigned long long>(__float_as_uint(INFINITY)) << 32) | 0xffffffffu;
 }
 
 int grid_for(long long count) { return int(std::min<long long>(4096, std::max<long long>(1, cuda::divup(count, kThreads)))); }
@@ -75,9 +75,30 @@ std::size_t PartialMerge::device_bytes(int m, long long per_query) {
   return std::size_t(m) * per_query * 3 * sizeof(unsigned long long) + (std::size_t(m) + 1) * sizeof(long long);
 }
 
-void fill_worst_keys(unsigned long long* keys, int m, cudaStream_t stream) {
-  fill_kernel<<<grid_for(m), kThreads, 0, stream>>>(keys, m);
+void fill_worst_keys(unsigned long long* keys, long long count, cudaStream_t stream) {
+  fill_kernel<<<grid_for(count), kThreads, 0, stream>>>(keys, count);
   KNN_CUDA_CHECK_LAUNCH();
+}
+
+void sort_key_lists(const unsigned long long* keys, int m, int topk, std::int32_t* indices, float* distances,
+                    cudaStream_t stream) {
+  const long long count = (long long)m * topk;
+  cuda::StreamBuffer<unsigned long long> sorted(std::size_t(count), stream);
+  cuda::StreamBuffer<long long> offsets(std::size_t(m) + 1, stream);
+  offsets_kernel<<<grid_for(m + 1), kThreads, 0, stream>>>(offsets.data(), m, topk);
+  KNN_CUDA_CHECK_LAUNCH();
+  std::size_t bytes = 0;
+  KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, keys, sorted.data(), count, m, offsets.data(),
+                                                  offsets.data() + 1, stream));
+  cuda::StreamBuffer<unsigned char> scratch(bytes, stream);
+  KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(scratch.data(), bytes, keys, sorted.data(), count, m, offsets.data(),
+                                                  offsets.data() + 1, stream));
+  unpack_kernel<<<grid_for(count), kThreads, 0, stream>>>(sorted.data(), m, topk, topk, indices, distances);
+  KNN_CUDA_CHECK_LAUNCH();
+}
+
+std::size_t sort_key_lists_bytes(int m, int topk) {
+  return std::size_t(m) * topk * 2 * sizeof(unsigned long long) + (std::size_t(m) + 1) * sizeof(long long);
 }
 
 void unpack_best(const unsigned long long* keys, int m, std::int32_t* indices, float* distances, cudaStream_t stream) {

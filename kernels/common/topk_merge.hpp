@@ -32,8 +32,14 @@ class PartialMerge {
   std::size_t scratch_bytes_ = 0;
 };
 
-// A key per query that no candidate beats (+inf, index -1): what atomicMin'd best keys start from.
-void fill_worst_keys(unsigned long long* keys, int m, cudaStream_t stream);
+// `count` keys that no candidate beats (+inf, index -1): what atomicMin'd best keys start from.
+void fill_worst_keys(unsigned long long* keys, long long count, cudaStream_t stream);
+// Answers m queries from topk packed keys each, in any order ([q · topk + s]; the filters' lists):
+// sorted per query by CUB's segmented sort. Allocates its buffers on `stream`.
+void sort_key_lists(const unsigned long long* keys, int m, int topk, std::int32_t* indices, float* distances,
+                    cudaStream_t stream);
+// Device bytes sort_key_lists allocates (CUB's scratch estimated as one more key buffer).
+std::size_t sort_key_lists_bytes(int m, int topk);
 // Answers m queries with topk = 1 from one packed key each.
 void unpack_best(const unsigned long long* keys, int m, std::int32_t* indices, float* distances, cudaStream_t stream);
 
