@@ -134,6 +134,13 @@ std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) /
 // (scan_plan.hpp); default 1. The tensor-core filter always takes equal chunks.
 bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
 
+// Whether the tensor-core filter keeps topk > 1 lists in shared memory where it can (one split:
+// each block owns its queries); KNN_V15_SHARED_LISTS=0 keeps them in global memory. Default 1.
+bool shared_lists(const gpu::TcPlan& tc, int topk) {
+  return tc.chosen && topk > 1 && tc.splits == 1 &&
+         knn::env::int_knob("KNN_V15_SHARED_LISTS", 0, 1, "v15").value_or(1) != 0;
+}
+
 // The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread
 // (its lists are the keys in global memory: no partial lists, so no budget for them).
 gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries = 0) {
@@ -227,6 +234,11 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
   a.tc_center = tc.chosen ? tc.center : f32.center, a.tc_band = tc.chosen ? tc.band : f32.band;
   a.tc_candidates = candidates.data();
+  a.tc_shared_lists = shared_lists(tc, p.topk);
+  const std::size_t dynamic_shared = a.tc_shared_lists ? std::size_t(gpu::kTcBlockQueries) * p.topk * sizeof(unsigned long long) : 0;
+  if (dynamic_shared > 0)
+    KNN_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(dynamic_shared)));
   a.partials = partials;
   a.partial_distances = merge ? partial_distances.data() : distances.data();
   a.partial_indices = merge ? partial_indices.data() : indices.data();
@@ -264,7 +276,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       KNN_CUDA_CHECK_LAUNCH();
     }
     a.partial_base = (long long)c * plan.splits * plan.ref_threads;
-    kernel<<<blocks, block_threads, 0, search>>>(a);
+    kernel<<<blocks, block_threads, dynamic_shared, search>>>(a);
     KNN_CUDA_CHECK_LAUNCH();
   }
   searched.record(search);
@@ -304,7 +316,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
         double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
         gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
-        chunks_text(chunk_rows, p.dim), filter_lists_text(p.topk));
+        chunks_text(chunk_rows, p.dim), filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
     return;
   }
   if (f32.chosen) {

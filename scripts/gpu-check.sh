@@ -40,10 +40,11 @@
 #               cases 8-11 with v4, v6, v7 and v15, then v15 with KNN_V15_RAMP=0, 1, 0 (alternating
 #               processes), and configs/fp32-shapes.json and tc-shapes.json both ways
 #                                -> ramp/default-{on,off,on2,off2}.*, ramp/{fp32,tc}-shapes-{on,off}.*, tests.log
-#   filtertopk  v15's filters with topk 2..32 (lists of keys in global memory): the filters' tests (GPU and
-#               CPU), then cases 200 and 405 (seeds.json) and the topk sweep's 8 and 32 (v15-topk.json)
-#               with the scan, KNN_V15_TC=on (split and plain TF32) and KNN_V15_FP32_FILTER=on
-#                                          -> filtertopk/{seeds,sweep}-{scan,tc,tc-plain,fp32}.*, tests.log
+#   filtertopk  v15's filters with topk 2..32 (lists of keys): the filters' tests (GPU and CPU), then
+#               cases 200 and 405 (seeds.json) with the scan and KNN_V15_TC=on (plain TF32 with the lists
+#               in shared and in global memory, split TF32), 412 and 416 with the filter, the topk sweep's
+#               8 and 32 (v15-topk.json) with the scan and the filter, and cases 10-11 at the defaults
+#                                          -> filtertopk/*.{json,md,log}, tests.log
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -300,14 +301,15 @@ for step in "${steps[@]}"; do
       gtests "$OUT/filtertopk/tests.log" '*GpuFilterTopk*:*GpuTc*:*GpuFp32*:V15*' "v15: the filters' tests (GPU and CPU)"
       seeds=(--config configs/seeds.json --case 200,405 --version v15 --validate-queries 2048 --max-time 2)
       sweep=(--config configs/v15-topk.json --case 1508,1532 --version v15 --validate-queries 1024 --max-time 2)
-      for set in seeds sweep; do
-        declare -n args=$set
-        measure "$OUT/filtertopk/$set-scan" -- "${args[@]}"
-        measure "$OUT/filtertopk/$set-tc" KNN_V15_TC=on -- "${args[@]}"
-        measure "$OUT/filtertopk/$set-tc-plain" KNN_V15_TC=on KNN_V15_TC_SPLIT=off -- "${args[@]}"
-        measure "$OUT/filtertopk/$set-fp32" KNN_V15_FP32_FILTER=on -- "${args[@]}"
-        unset -n args
-      done
+      measure "$OUT/filtertopk/seeds-scan" -- "${seeds[@]}"
+      measure "$OUT/filtertopk/seeds-tc-plain" KNN_V15_TC=on KNN_V15_TC_SPLIT=off -- "${seeds[@]}"
+      measure "$OUT/filtertopk/seeds-tc-plain-global" KNN_V15_TC=on KNN_V15_TC_SPLIT=off KNN_V15_SHARED_LISTS=0 -- "${seeds[@]}"
+      measure "$OUT/filtertopk/seeds-tc-split" KNN_V15_TC=on -- "${seeds[@]}"
+      measure "$OUT/filtertopk/seeds-412-416-tc" KNN_V15_TC=on -- --config configs/seeds.json --case 412,416 \
+        --version v15 --validate-queries 2048 --max-time 2
+      measure "$OUT/filtertopk/sweep-scan" -- "${sweep[@]}"
+      measure "$OUT/filtertopk/sweep-tc" KNN_V15_TC=on -- "${sweep[@]}"
+      measure "$OUT/filtertopk/default-10-11" -- --case 10,11 --version v15
       ;;
     gpuall)
       gtests "$OUT/gpu-tests.log" 'Gpu*:V15*:V16*' "every GPU test, and v15's and v16's CPU tests, in one process"

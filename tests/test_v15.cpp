@@ -51,15 +51,17 @@ struct V15Case {
   std::string f32 = "";
   std::string f32_queries = "";
   bool expect_f32 = false;
-  // KNN_V15_TC_SPLIT ("" leaves it unset).
+  // KNN_V15_TC_SPLIT and KNN_V15_SHARED_LISTS ("" leaves them unset).
   std::string tc_split = "";
+  std::string shared_lists = "";
   std::string name() const {
-    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
+    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
                        int8.empty() ? std::string() : "_int8" + int8, tc.empty() ? std::string() : "_tc" + tc,
                        f32.empty() ? std::string() : "_f32" + f32 + (f32_queries.empty() ? "" : "q" + f32_queries),
                        offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))),
-                       tc_split.empty() ? std::string() : "_split" + tc_split);
+                       tc_split.empty() ? std::string() : "_split" + tc_split,
+                       shared_lists.empty() ? std::string() : "_shared" + shared_lists);
   }
 };
 
@@ -267,6 +269,20 @@ std::vector<V15Case> topk_filter_cases() {
     add(true, 5, 300, 20011, 5, false, Distribution::integers, 4, 0.f, 0, split);
     add(true, 2, 0, 20011, 32, true, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, split);
   }
+  // One split (few rows, or more query blocks than the device holds): the tensor-core filter's
+  // lists in shared memory during each chunk, and with KNN_V15_SHARED_LISTS=0 in global memory.
+  for (const char* lists : {"1", "0"}) {
+    for (int topk : {2, 8, 32}) {
+      add(true, 16, 300, 700, topk);
+      out.back().shared_lists = lists;
+    }
+    add(true, 3, 300, 513, 5, false, Distribution::integers, 3);
+    out.back().shared_lists = lists;
+    add(true, 2, 0, 700, 32, true);
+    out.back().shared_lists = lists;
+    add(true, 5, 140001, 5003, 8, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "off");
+    out.back().shared_lists = lists;
+  }
   // The automatic rules keep the scan for topk > 1.
   V15Case c = tc_case("auto", false, 16, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
   c.topk = 5;
@@ -339,6 +355,7 @@ std::string check_against_v0(const V15Case& c) {
     const ScopedEnv f32_mode("KNN_V15_FP32_FILTER", c.f32);
     const ScopedEnv f32_queries("KNN_V15_FP32_QUERIES", c.f32_queries);
     const ScopedEnv split("KNN_V15_TC_SPLIT", c.tc_split);
+    const ScopedEnv lists("KNN_V15_SHARED_LISTS", c.shared_lists);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
@@ -357,6 +374,9 @@ std::string check_against_v0(const V15Case& c) {
         EXPECT_NE(ctx.path.find("chunks of "), std::string::npos) << ctx.path;
     }
   }
+  // KNN_V15_SHARED_LISTS=1 on shapes of one split: the lists are in shared memory; =0: never.
+  if (!c.shared_lists.empty())
+    EXPECT_EQ(ctx.path.find("in shared memory during each chunk") != std::string::npos, c.shared_lists == "1") << ctx.path;
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;

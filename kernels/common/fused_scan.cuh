@@ -35,13 +35,14 @@ struct Args {
   long long partials, partial_base;  // a thread's lists go to partial partial_base + split·RT + row thread
   float* partial_distances;          // [(q·partials + p)·topk + s]
   std::int32_t* partial_indices;
-  unsigned long long* best;  // List::one: a packed (distance, index) key per query, atomicMin'd
+  unsigned long long* best;  // List::one: a packed (distance, index) key per query; the filters: topk keys per query
   float* heap_distances;     // List::heap: topk slots per thread, slot-major over the grid
   std::int32_t* heap_indices;
   // The filters (kernels/common/tc_filter.cuh on tensor cores, fp32_filter.cuh on CUDA cores):
   // centre, score error bound, and a counter of the exact distances computed.
   float tc_center, tc_band;
   unsigned long long* tc_candidates;
+  bool tc_shared_lists;  // the tensor-core filter's lists in dynamic shared memory (one split only)
 };
 
 // (distance, index) as one key whose unsigned order is knn::before's (distances >= +0, not NaN;

@@ -168,31 +168,51 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
   // Row stride of the staged rows: 8·KS values and 4 of padding, so the 8 rows × 4 columns a
   // fragment load touches fall in 32 different banks.
   constexpr int kStride = kTcSliceDims * KS + 4;
-  // The block's queries as given (k ≤ 16: a candidate's distance then reads shared memory only;
-  // above, the queries' rows are read through the cache).
+  // The block's queries as given (k ≤ 16: a candidate's distance then reads them from shared
+  // memory; above, and always for the candidate's row, through the cache).
   constexpr bool kSharedQueries = KS <= 2;
   constexpr int kQueryStride = kTcSliceDims * KS;
-  __shared__ float staged[kTcStageRows * kStride];
+  constexpr int P = SPLIT ? 2 : 1;  // [0] hi (or the single TF32 value), [1] lo
+  // The staged rows as B fragments: r − c in TF32 (and its remainder with SPLIT), converted once
+  // per row when staged instead of once per warp and step.
+  __shared__ std::uint32_t staged[P][kTcStageRows * kStride];
   __shared__ float norms[kTcStageRows];
   __shared__ float queries[kSharedQueries ? kTcBlockQueries * kQueryStride : 1];
+  // With a.tc_shared_lists (one split: no other block touches this block's queries during the
+  // kernel), the block's queries' topk keys, copied in at the start and back at the end, so the
+  // cascades of tc::offer are shared-memory atomics.
+  extern __shared__ unsigned long long owned_lists[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
   const int q_first = group * kTcBlockQueries + warp * kTcWarpQueries;
   const float c = a.tc_center, band = a.tc_band;
   const int dim = a.dim;
-  // Columns past k stay zero for the whole kernel (only columns < k are ever written); their B
-  // values (0 − c) meet zero A columns.
-  for (int i = threadIdx.x; i < kTcStageRows * kStride; i += kTcBlock) staged[i] = 0.f;
+  // Columns past k stay zero for the whole kernel (only columns < k are ever written) and meet
+  // zero A columns.
+  for (int i = threadIdx.x; i < kTcStageRows * kStride; i += kTcBlock)
+#pragma unroll
+    for (int h = 0; h < P; ++h) staged[h][i] = 0u;
+  const int block_first = group * kTcBlockQueries;
+  const bool shared_lists = a.tc_shared_lists;
+  const int topk = a.topk;
+  if (shared_lists)
+    for (int i = threadIdx.x; i < kTcBlockQueries * topk; i += kTcBlock) {
+      const int q = block_first + i / topk;
+      owned_lists[i] = q < a.m ? a.best[std::size_t(q) * topk + i % topk] : kNoKey;
+    }
+  __syncthreads();  // the lists are in before any lane reads them
+  // Query q's keys.
+  const auto list_of = [&](int q) {
+    return shared_lists ? owned_lists + std::size_t(q - block_first) * topk : a.best + std::size_t(q) * topk;
+  };
   if constexpr (kSharedQueries) {
-    const int block_first = group * kTcBlockQueries;
     for (int i = threadIdx.x; i < kTcBlockQueries * dim; i += kTcBlock) {
       const int ql = i / dim, col = i - ql * dim;
       queries[ql * kQueryStride + col] = block_first + ql < a.m ? __ldg(a.queries + std::size_t(block_first + ql) * dim + col) : 0.f;
     }
   }
 
-  constexpr int P = SPLIT ? 2 : 1;  // [0] hi (or the single TF32 value), [1] lo
   std::uint32_t frag[kTcTiles][KS][P][4];
   Slot slot[kTcTiles][2];
 #pragma unroll
@@ -235,7 +255,8 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int q = q_first + t * kTcTileQueries + g + 8 * h;
-        key[t][h] = q < a.m ? __ldcg(a.best + std::size_t(q) * a.topk + a.topk - 1) : ~0ULL;
+        const unsigned long long* last = list_of(q) + topk - 1;
+        key[t][h] = q >= a.m ? ~0ULL : shared_lists ? *last : __ldcg(last);
       }
     __syncthreads();  // the previous stage is scored (and, the first time, the zeroing is done)
     for (int rr = threadIdx.x; rr < kTcStageRows; rr += kTcBlock) {
@@ -245,9 +266,11 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
         const float* rp = a.references + std::size_t(row) * dim;
         norm = 0.f;
         for (int i = 0; i < dim; ++i) {
-          const float v = __ldg(rp + i), x = v - c;
+          const float x = __ldg(rp + i) - c;
           norm = __fmaf_rn(x, x, norm);
-          staged[rr * kStride + i] = v;
+          const std::uint32_t hi = to_tf32(x);
+          staged[0][rr * kStride + i] = hi;
+          if constexpr (SPLIT) staged[P - 1][rr * kStride + i] = to_tf32(x - __uint_as_float(hi));
         }
       }
       norms[rr] = norm;
@@ -266,15 +289,13 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
     const int stage_rows = min(kTcStageRows, a.row_end - base);
     for (int r8 = 0; r8 < stage_rows; r8 += kTcStepRows) {
       std::uint32_t b[KS][P][2];
-      const float* mine = staged + (r8 + g) * kStride + t4;
+      const int mine = (r8 + g) * kStride + t4;
 #pragma unroll
       for (int k8 = 0; k8 < KS; ++k8)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const float x = mine[k8 * kTcSliceDims + 4 * e] - c;
-          b[k8][0][e] = to_tf32(x);
-          if constexpr (SPLIT) b[k8][P - 1][e] = to_tf32(x - __uint_as_float(b[k8][0][e]));
-        }
+        for (int e = 0; e < 2; ++e)
+#pragma unroll
+          for (int h = 0; h < P; ++h) b[k8][h][e] = staged[h][mine + k8 * kTcSliceDims + 4 * e];
       const float n0 = norms[r8 + 2 * t4], n1 = norms[r8 + 2 * t4 + 1];
 #pragma unroll
       for (int t = 0; t < kTcTiles; ++t) {
@@ -301,12 +322,12 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
             float e;
             if constexpr (kSharedQueries)
               e = exact_distance(queries + (warp * kTcWarpQueries + t * kTcTileQueries + g + 8 * (j >> 1)) * kQueryStride,
-                                 staged + (r8 + 2 * t4 + (j & 1)) * kStride, dim);
+                                 a.references + std::size_t(row) * dim, dim);
             else
               e = exact_distance(a.queries + std::size_t(q) * dim, a.references + std::size_t(row) * dim, dim);
             const unsigned long long mine = scan::pack(s.best, s.index), found = scan::pack(e, row);
             if (found < mine) {
-              const unsigned long long bound = offer(a.best + std::size_t(q) * a.topk, a.topk, found);
+              const unsigned long long bound = offer(list_of(q), topk, found);
               if (bound < mine) {
                 s.best = __uint_as_float(unsigned(bound >> 32)), s.index = std::int32_t(unsigned(bound));
                 s.threshold = threshold_for(s.best, s.norm_low, band);
@@ -321,6 +342,13 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) candidates += __shfl_xor_sync(kAll, candidates, off);
   if (lane == 0 && candidates > 0) atomicAdd(a.tc_candidates, (unsigned long long)candidates);
+  if (shared_lists) {
+    __syncthreads();  // every cascade is done
+    for (int i = threadIdx.x; i < kTcBlockQueries * topk; i += kTcBlock) {
+      const int q = block_first + i / topk;
+      if (q < a.m) a.best[std::size_t(q) * topk + i % topk] = owned_lists[i];
+    }
+  }
 #else
   __trap();  // the plan takes this kernel only on compute capability 8.0 and later
 #endif
