@@ -41,9 +41,9 @@
 #               processes), and configs/fp32-shapes.json and tc-shapes.json both ways
 #                                -> ramp/default-{on,off,on2,off2}.*, ramp/{fp32,tc}-shapes-{on,off}.*, tests.log
 #   filtertopk  v15's filters with topk 2..32 (lists of keys): the filters' tests (GPU and CPU), then
-#               cases 200 and 405 (seeds.json) with the scan and KNN_V15_TC=on (plain TF32 with the lists
-#               in shared and in global memory, split TF32), 412 and 416 with the filter, the topk sweep's
-#               8 and 32 (v15-topk.json) with the scan and the filter, and cases 10-11 at the defaults
+#               configs/tc-topk-shapes.json with the scan and KNN_V15_TC=on (plain and split TF32), cases
+#               412 and 416 (seeds.json) with the scan, 405, 412 and 416 with the filter (plain TF32), the
+#               topk sweep's 8 and 32 (v15-topk.json) with the filter, and cases 10-11 at the defaults
 #                                          -> filtertopk/*.{json,md,log}, tests.log
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
@@ -299,16 +299,15 @@ for step in "${steps[@]}"; do
     filtertopk)
       mkdir -p "$OUT/filtertopk"
       gtests "$OUT/filtertopk/tests.log" '*GpuFilterTopk*:*GpuTc*:*GpuFp32*:V15*' "v15: the filters' tests (GPU and CPU)"
-      seeds=(--config configs/seeds.json --case 200,405 --version v15 --validate-queries 2048 --max-time 2)
-      sweep=(--config configs/v15-topk.json --case 1508,1532 --version v15 --validate-queries 1024 --max-time 2)
-      measure "$OUT/filtertopk/seeds-scan" -- "${seeds[@]}"
-      measure "$OUT/filtertopk/seeds-tc-plain" KNN_V15_TC=on KNN_V15_TC_SPLIT=off -- "${seeds[@]}"
-      measure "$OUT/filtertopk/seeds-tc-plain-global" KNN_V15_TC=on KNN_V15_TC_SPLIT=off KNN_V15_SHARED_LISTS=0 -- "${seeds[@]}"
-      measure "$OUT/filtertopk/seeds-tc-split" KNN_V15_TC=on -- "${seeds[@]}"
-      measure "$OUT/filtertopk/seeds-412-416-tc" KNN_V15_TC=on -- --config configs/seeds.json --case 412,416 \
-        --version v15 --validate-queries 2048 --max-time 2
-      measure "$OUT/filtertopk/sweep-scan" -- "${sweep[@]}"
-      measure "$OUT/filtertopk/sweep-tc" KNN_V15_TC=on -- "${sweep[@]}"
+      shapes=(--config configs/tc-topk-shapes.json --version v15 --min-samples 3 --max-time 2)
+      measure "$OUT/filtertopk/shapes-scan" KNN_V15_TC=off -- "${shapes[@]}"
+      measure "$OUT/filtertopk/shapes-tc-plain" KNN_V15_TC=on KNN_V15_TC_SPLIT=off -- "${shapes[@]}"
+      measure "$OUT/filtertopk/shapes-tc-split" KNN_V15_TC=on KNN_V15_TC_SPLIT=on -- "${shapes[@]}"
+      seeds=(--config configs/seeds.json --version v15 --validate-queries 2048 --max-time 2)
+      measure "$OUT/filtertopk/seeds-412-416-scan" KNN_V15_TC=off -- "${seeds[@]}" --case 412,416 --min-samples 2
+      measure "$OUT/filtertopk/seeds-tc-plain" KNN_V15_TC=on KNN_V15_TC_SPLIT=off -- "${seeds[@]}" --case 405,412,416
+      measure "$OUT/filtertopk/sweep-tc" KNN_V15_TC=on -- --config configs/v15-topk.json --case 1508,1532 --version v15 \
+        --validate-queries 1024 --max-time 2
       measure "$OUT/filtertopk/default-10-11" -- --case 10,11 --version v15
       ;;
     gpuall)

@@ -90,8 +90,14 @@ constexpr unsigned long long kNoKey = (0x7f800000ULL << 32) | 0xffffffffULL;
 // the last slot only past t − 1 smaller keys). So the last slot is a safe bound for a threshold.
 // Returns the last slot's key just after this cascade passed it, or ~0 when the cascade stopped
 // earlier: at an empty slot (the list was not full) or at its own key (already in the list: the
-// seed kernel offered that row before the filter found it again).
+// seed kernel offered that row before the filter found it again). For topk = 1 it returns the key
+// itself (the slot is then at most the key) without waiting for the atomic: a thread that waited
+// for each improvement's round trip made case 10's fp32 filter twice as slow.
 __device__ __forceinline__ unsigned long long offer(unsigned long long* list, int topk, unsigned long long key) {
+  if (topk == 1) {
+    atomicMin(list, key);  // no return value used: a reduction the thread does not wait for
+    return key;
+  }
   unsigned long long carry = key;
   for (int s = 0; s < topk; ++s) {
     const unsigned long long old = atomicMin(list + s, carry);
@@ -168,14 +174,17 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
   // Row stride of the staged rows: 8·KS values and 4 of padding, so the 8 rows × 4 columns a
   // fragment load touches fall in 32 different banks.
   constexpr int kStride = kTcSliceDims * KS + 4;
-  // The block's queries as given (k ≤ 16: a candidate's distance then reads them from shared
-  // memory; above, and always for the candidate's row, through the cache).
+  // The block's queries as given (k ≤ 16: a candidate's distance then reads shared memory only;
+  // above, the queries' rows are read through the cache).
   constexpr bool kSharedQueries = KS <= 2;
   constexpr int kQueryStride = kTcSliceDims * KS;
   constexpr int P = SPLIT ? 2 : 1;  // [0] hi (or the single TF32 value), [1] lo
-  // The staged rows as B fragments: r − c in TF32 (and its remainder with SPLIT), converted once
-  // per row when staged instead of once per warp and step.
-  __shared__ std::uint32_t staged[P][kTcStageRows * kStride];
+  // One slice: the staged rows also as B fragments, r − c in TF32 (and its remainder with SPLIT),
+  // converted once per row when staged instead of once per warp and step (405: 422 ms against
+  // 447). More slices keep converting per step: both copies would not fit 48 KB of shared memory.
+  constexpr bool kConverted = KS == 1;
+  __shared__ float staged[kTcStageRows * kStride];
+  __shared__ std::uint32_t converted[kConverted ? P : 1][kConverted ? kTcStageRows * kStride : 1];
   __shared__ float norms[kTcStageRows];
   __shared__ float queries[kSharedQueries ? kTcBlockQueries * kQueryStride : 1];
   // With a.tc_shared_lists (one split: no other block touches this block's queries during the
@@ -190,9 +199,12 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
   const int dim = a.dim;
   // Columns past k stay zero for the whole kernel (only columns < k are ever written) and meet
   // zero A columns.
-  for (int i = threadIdx.x; i < kTcStageRows * kStride; i += kTcBlock)
+  for (int i = threadIdx.x; i < kTcStageRows * kStride; i += kTcBlock) {
+    staged[i] = 0.f;
+    if constexpr (kConverted)
 #pragma unroll
-    for (int h = 0; h < P; ++h) staged[h][i] = 0u;
+      for (int h = 0; h < P; ++h) converted[h][i] = 0u;
+  }
   const int block_first = group * kTcBlockQueries;
   const bool shared_lists = a.tc_shared_lists;
   const int topk = a.topk;
@@ -266,11 +278,14 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
         const float* rp = a.references + std::size_t(row) * dim;
         norm = 0.f;
         for (int i = 0; i < dim; ++i) {
-          const float x = __ldg(rp + i) - c;
+          const float v = __ldg(rp + i), x = v - c;
           norm = __fmaf_rn(x, x, norm);
-          const std::uint32_t hi = to_tf32(x);
-          staged[0][rr * kStride + i] = hi;
-          if constexpr (SPLIT) staged[P - 1][rr * kStride + i] = to_tf32(x - __uint_as_float(hi));
+          staged[rr * kStride + i] = v;
+          if constexpr (kConverted) {
+            const std::uint32_t hi = to_tf32(x);
+            converted[0][rr * kStride + i] = hi;
+            if constexpr (SPLIT) converted[P - 1][rr * kStride + i] = to_tf32(x - __uint_as_float(hi));
+          }
         }
       }
       norms[rr] = norm;
@@ -293,9 +308,17 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
 #pragma unroll
       for (int k8 = 0; k8 < KS; ++k8)
 #pragma unroll
-        for (int e = 0; e < 2; ++e)
+        for (int e = 0; e < 2; ++e) {
+          const int at = mine + k8 * kTcSliceDims + 4 * e;
+          if constexpr (kConverted) {
 #pragma unroll
-          for (int h = 0; h < P; ++h) b[k8][h][e] = staged[h][mine + k8 * kTcSliceDims + 4 * e];
+            for (int h = 0; h < P; ++h) b[k8][h][e] = converted[kConverted ? h : 0][kConverted ? at : 0];
+          } else {  // columns past k: zero values less c, against zero A columns
+            const float x = staged[at] - c;
+            b[k8][0][e] = to_tf32(x);
+            if constexpr (SPLIT) b[k8][P - 1][e] = to_tf32(x - __uint_as_float(b[k8][0][e]));
+          }
+        }
       const float n0 = norms[r8 + 2 * t4], n1 = norms[r8 + 2 * t4 + 1];
 #pragma unroll
       for (int t = 0; t < kTcTiles; ++t) {
@@ -322,7 +345,7 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
             float e;
             if constexpr (kSharedQueries)
               e = exact_distance(queries + (warp * kTcWarpQueries + t * kTcTileQueries + g + 8 * (j >> 1)) * kQueryStride,
-                                 a.references + std::size_t(row) * dim, dim);
+                                 staged + (r8 + 2 * t4 + (j & 1)) * kStride, dim);
             else
               e = exact_distance(a.queries + std::size_t(q) * dim, a.references + std::size_t(row) * dim, dim);
             const unsigned long long mine = scan::pack(s.best, s.index), found = scan::pack(e, row);
