@@ -11,9 +11,11 @@
 // Any k (1, 2, 3, 4, 5, 8, 16 compiled in; the others at run time), any m and n, self-joins.
 // Whole-number data in a span of 256 values with k ≥ 16 and m ≥ 32 take the exact int8
 // tensor-core path instead (kernels/common/exact_int8.hpp; KNN_V15_INT8=off|on|auto). The nearest
-// neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18 is found by the tensor-core filter
-// (kernels/common/tc_filter.hpp; KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound
-// pick the rows whose exact distance is computed; the answers are the scan's. Below 8 dimensions
+// neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18, and topk 2..32 with
+// 3 ≤ k ≤ 32, m ≥ 1024 and n ≥ 2^18, are found by the tensor-core filter (kernels/common/tc_filter.hpp;
+// KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound pick the rows whose exact
+// distance is computed, and each query's topk keys live in global (or shared) memory; the answers
+// are the scan's. Below 8 dimensions
 // (topk 1, k >= 2, m >= 32, n >= 2^20) the same filter runs on CUDA cores with fp32 scores in the scan's
 // own layout (kernels/common/fp32_filter.cuh; KNN_V15_FP32_FILTER=off|on|auto).
 #include <cuda_runtime.h>

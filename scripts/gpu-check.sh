@@ -45,6 +45,10 @@
 #               412 and 416 (seeds.json) with the scan, 405, 412 and 416 with the filter (plain TF32), the
 #               topk sweep's 8 and 32 (v15-topk.json) with the filter, and cases 10-11 at the defaults
 #                                          -> filtertopk/*.{json,md,log}, tests.log
+#   v15final    v15 at its defaults: every v15 test (GPU and CPU), cases 8-11 with v4, v6, v7 and v15, cases
+#               200, 405, 412 and 416 (seeds.json), the whole topk sweep (v15-topk.json), and (when ncu is
+#               installed) the sections of one of case 405's filter kernels
+#                                 -> v15final/{default,seeds,sweep}.*, tests.log, ncu-405-filter.txt
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -80,7 +84,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15final|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -309,6 +313,21 @@ for step in "${steps[@]}"; do
       measure "$OUT/filtertopk/sweep-tc" KNN_V15_TC=on -- --config configs/v15-topk.json --case 1508,1532 --version v15 \
         --validate-queries 1024 --max-time 2
       measure "$OUT/filtertopk/default-10-11" -- --case 10,11 --version v15
+      ;;
+    v15final)
+      mkdir -p "$OUT/v15final"
+      v15_tests "$OUT/v15final"
+      measure "$OUT/v15final/default" -- --case 8-11 --version v4,v6,v7,v15
+      measure "$OUT/v15final/seeds" -- --config configs/seeds.json --case 200,405,412,416 --version v15 \
+        --validate-queries 2048 --max-time 2
+      measure "$OUT/v15final/sweep" -- --config configs/v15-topk.json --version v15 --validate-queries 1024 --max-time 2
+      if command -v ncu >/dev/null 2>&1; then
+        log "ncu: one of case 405's filter kernels"
+        ncu --clock-control none -k regex:filter_kernel -s 1 -c 1 --section SpeedOfLight --section Occupancy \
+          --section WarpStateStats --section SchedulerStats --section InstructionStats --section ComputeWorkloadAnalysis \
+          "$bin" --config configs/seeds.json --case 405 --version v15 --warmup 0 --min-samples 1 --max-samples 1 \
+          --min-time 0 --max-noise 0 --no-validate --quiet >"$OUT/v15final/ncu-405-filter.txt" 2>&1 || status=1
+      fi
       ;;
     gpuall)
       gtests "$OUT/gpu-tests.log" 'Gpu*:V15*:V16*' "every GPU test, and v15's and v16's CPU tests, in one process"

@@ -233,62 +233,67 @@ std::vector<V15Case> f32_cases() {
   return out;
 }
 
-// Both filters with topk 2..32 (each query's keys in global memory, tc::offer), forced on: every
-// list class of the scan (2, 5, 8, 9, 31, 32), fewer rows than topk (the empty slots), one
-// query, ties everywhere (integers, duplicates: v0's very indices), clusters, values far from 0,
-// self-joins, several chunks, and the tensor-core filter with plain and split TF32 at k = 5.
+// The tensor-core filter with topk 2..32 (each query's keys, tc::offer), forced on: every list
+// class of the scan (2, 5, 8, 9, 31, 32), fewer rows than topk (the empty slots), one query, ties
+// everywhere (integers, duplicates: v0's very indices), clusters, values far from 0, self-joins,
+// several chunks, plain and split TF32 at k = 5, the lists in shared memory (one split) and in
+// global memory, and the automatic rule on both sides. The fp32 filter keeps topk 1.
 std::vector<V15Case> topk_filter_cases() {
   std::vector<V15Case> out;
-  const auto add = [&](bool tc, int dim, int m, int n, int topk, bool self_join = false,
-                       Distribution dist = Distribution::uniform, std::uint32_t integer_max = kDefaultIntegerMax,
-                       float offset = 0.f, int checked_rows = 0, std::string split = "") {
-    V15Case c = tc ? tc_case("on", true, dim, m, n, self_join, dist, integer_max, offset, checked_rows)
-                   : f32_case("on", true, dim, m, n, self_join, dist, integer_max, offset, checked_rows);
+  const auto add = [&](int dim, int m, int n, int topk, bool self_join = false, Distribution dist = Distribution::uniform,
+                       std::uint32_t integer_max = kDefaultIntegerMax, float offset = 0.f, int checked_rows = 0,
+                       std::string split = "", std::string mode = "on", bool expect = true) {
+    V15Case c = tc_case(std::move(mode), expect, dim, m, n, self_join, dist, integer_max, offset, checked_rows);
     c.topk = topk;
     c.tc_split = std::move(split);
     out.push_back(c);
   };
-  for (bool tc : {true, false}) {
-    const int dim = tc ? 16 : 5;
-    for (int topk : {2, 5, 8, 9, 31, 32}) add(tc, dim, 300, 20011, topk);
-    for (int n : {1, 3, 31, 33}) add(tc, 3, 50, n, 32);
-    add(tc, 3, 1, 65537, 8);
-    add(tc, dim, 300, 20011, 5, false, Distribution::integers, 4);
-    add(tc, dim, 300, 20011, 32, false, Distribution::integers, 3);
-    add(tc, 3, 300, 20011, 16, false, Distribution::duplicates);
-    add(tc, dim, 300, 20011, 10, false, Distribution::clusters);
-    add(tc, 3, 300, 20011, 5, false, Distribution::uniform, kDefaultIntegerMax, 6400.f);
-    add(tc, 2, 0, 20011, 32, true);
-    add(tc, 2, 0, 20011, 32, true, Distribution::integers, 3);
-    add(tc, 5, 0, 1, 5, true);
-    add(tc, dim, 1024, (1 << 20) + 3, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
-    add(tc, 3, 257, (1 << 20) + 1, 32, false, Distribution::integers, 5, 0.f, 37);
-  }
+  for (int dim : {5, 16})
+    for (int topk : {2, 5, 8, 9, 31, 32}) add(dim, 300, 20011, topk);
+  for (int n : {1, 3, 31, 33}) add(3, 50, n, 32);
+  add(3, 1, 65537, 8);
+  add(5, 300, 20011, 5, false, Distribution::integers, 4);
+  add(16, 300, 20011, 32, false, Distribution::integers, 3);
+  add(3, 300, 20011, 16, false, Distribution::duplicates);
+  add(16, 300, 20011, 10, false, Distribution::clusters);
+  add(5, 300, 20011, 10, false, Distribution::clusters);
+  add(3, 300, 20011, 5, false, Distribution::uniform, kDefaultIntegerMax, 6400.f);
+  add(2, 0, 20011, 32, true);
+  add(2, 0, 20011, 32, true, Distribution::integers, 3);
+  add(5, 0, 1, 5, true);
+  add(16, 1024, (1 << 20) + 3, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
+  add(3, 257, (1 << 20) + 1, 32, false, Distribution::integers, 5, 0.f, 37);
   for (const char* split : {"off", "on"}) {
-    add(true, 5, 1024, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97, split);
-    add(true, 5, 300, 20011, 5, false, Distribution::integers, 4, 0.f, 0, split);
-    add(true, 2, 0, 20011, 32, true, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, split);
+    add(5, 1024, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97, split);
+    add(5, 300, 20011, 5, false, Distribution::integers, 4, 0.f, 0, split);
+    add(2, 0, 20011, 32, true, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, split);
   }
-  // One split (few rows, or more query blocks than the device holds): the tensor-core filter's
-  // lists in shared memory during each chunk, and with KNN_V15_SHARED_LISTS=0 in global memory.
+  // One split (few rows, or more query blocks than the device holds): the lists in shared memory
+  // during each chunk, and with KNN_V15_SHARED_LISTS=0 in global memory.
   for (const char* lists : {"1", "0"}) {
     for (int topk : {2, 8, 32}) {
-      add(true, 16, 300, 700, topk);
+      add(16, 300, 700, topk);
       out.back().shared_lists = lists;
     }
-    add(true, 3, 300, 513, 5, false, Distribution::integers, 3);
+    add(3, 300, 513, 5, false, Distribution::integers, 3);
     out.back().shared_lists = lists;
-    add(true, 2, 0, 700, 32, true);
+    add(2, 0, 700, 32, true);
     out.back().shared_lists = lists;
-    add(true, 5, 140001, 5003, 8, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "off");
+    add(5, 140001, 5003, 8, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "off");
     out.back().shared_lists = lists;
   }
-  // The automatic rules keep the scan for topk > 1.
-  V15Case c = tc_case("auto", false, 16, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
-  c.topk = 5;
-  out.push_back(c);
-  c = f32_case("auto", false, 5, 1024, 1 << 20, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);
-  c.topk = 5;
+  // The automatic rule for topk > 1: k ≥ 3, m ≥ 1024, n ≥ 2^18, on both sides of each bound.
+  const auto rule = [&](bool expect, int dim, int m, int n) {
+    add(dim, m, n, 8, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "", "auto", expect);
+  };
+  rule(true, 3, gpu::kTcListMinQueries, gpu::kTcListMinRows);
+  rule(true, 16, 1024, 1 << 20);
+  rule(false, 2, 1024, gpu::kTcListMinRows);
+  rule(false, 3, gpu::kTcListMinQueries - 1, gpu::kTcListMinRows);
+  rule(false, 3, 1024, gpu::kTcListMinRows - 1);
+  // The fp32 filter, asked for topk 2, keeps the scan.
+  V15Case c = f32_case("on", false, 3, 300, 20011);
+  c.topk = 2;
   out.push_back(c);
   return out;
 }
@@ -718,14 +723,24 @@ TEST(V15TcPlan, TakenOnlyWhereItApplies) {
   EXPECT_EQ(a.query_groups, 4);  // ceil(1000 / 256)
   EXPECT_EQ(plan(gpu::TcMode::off).why, "KNN_V15_TC=off");
   EXPECT_NE(plan(gpu::TcMode::on, 7).why.find("no TF32 tensor cores"), std::string::npos);
-  // topk 2..32: lists of keys, taken when asked for; the automatic rule keeps topk 1.
+  // topk 2..32: lists of keys, taken when asked for; the automatic rule has its own bounds.
   p.topk = 2;
-  EXPECT_NE(plan(gpu::TcMode::automatic).why.find("topk 2: the automatic rule takes topk = 1"), std::string::npos);
+  EXPECT_NE(plan(gpu::TcMode::automatic).why.find("pays for topk > 1 from k ≥ 3, m ≥ 1024 and n ≥ 262144"),
+            std::string::npos);
   EXPECT_TRUE(plan(gpu::TcMode::on).chosen);
   p.topk = gpu::kFilterMaxTopk;
   EXPECT_TRUE(plan(gpu::TcMode::on).chosen);
   p.topk = gpu::kFilterMaxTopk + 1;
   EXPECT_NE(plan(gpu::TcMode::on).why.find("topk 33 > 32"), std::string::npos);
+  {
+    const Problem keep = p;
+    p.topk = 5, p.m = 1024, p.n = 1 << 18;
+    EXPECT_TRUE(plan(gpu::TcMode::automatic).chosen);  // k = 3: split values
+    EXPECT_TRUE(plan(gpu::TcMode::automatic).split);
+    p.dim = 2;
+    EXPECT_FALSE(plan(gpu::TcMode::automatic).chosen);
+    p = keep;
+  }
   p.topk = 1, p.dim = 33;
   EXPECT_NE(plan(gpu::TcMode::on).why.find("k = 33 > 32"), std::string::npos);
   p.dim = 32;
@@ -792,7 +807,7 @@ TEST(V15TcPlan, ErrorBoundCoversTf32Rounding) {
   }
 }
 
-// The fp32 filter's rule: topk ≤ 32, k < 8, finite examined values, and in the automatic mode
+// The fp32 filter's rule: topk 1, k < 8, finite examined values, and in the automatic mode
 // enough queries and rows; the reasons name the rule.
 TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   std::vector<float> points(3 * 1000, 0.5f);
@@ -820,10 +835,7 @@ TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   EXPECT_FALSE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).chosen);
   EXPECT_TRUE(gpu::plan_fp32(p, gpu::Fp32Mode::on).chosen);
   p.dim = 3, p.topk = 2;
-  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).why.find("topk 2"), std::string::npos);
-  EXPECT_TRUE(gpu::plan_fp32(p, gpu::Fp32Mode::on).chosen);
-  p.topk = 33;
-  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("topk 33 > 32"), std::string::npos);
+  EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("topk 2: the filter keeps one neighbour"), std::string::npos);
   p.topk = 1, p.values.finite = false;
   EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).why, "not every value is finite");
   p.values = ValueTraits{true, false, -3e18f, 3e18f, true};

@@ -11,11 +11,11 @@
 // query's flag: no branch among a group's 4·Q pairs. When a query is flagged (rare once the
 // thresholds are tight), each of the group's rows gets the scan's own distance
 // (tc::exact_distance; row and query read again through the cache, since keeping them in
-// registers for a rare branch would cost occupancy); one that beats the query's bound is offered
-// at once to the query's topk keys (tc::offer), and the bound and threshold follow. The tensor-core
+// registers for a rare branch would cost occupancy), and the query's best exact pair and threshold
+// follow; an improvement is published at once by atomicMin on the query's key. The tensor-core
 // filter's argument (kernels/common/tc_filter.cuh) shows that no row that could be the scan's
 // answer, or tie with it, is passed over: examining more rows than the flagged ones only costs
-// time. Every kRefresh groups a thread reads its queries' last keys (what every thread has published,
+// time. Every kRefresh groups a thread reads its queries' keys (what every thread has published,
 // seeded by tc::seed_kernel), so thresholds tighten across blocks.
 #include <cuda_runtime.h>
 
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(kScanBlock, Q == 8 ? (DIM <= 3 ? 3 : 2) : (DIM
 #pragma unroll
     for (int u = 0; u < Q; ++u) {
       if (threshold[u] == -INFINITY) continue;
-      const unsigned long long key = __ldcg(a.best + std::size_t(query_of(u)) * a.topk + a.topk - 1);
+      const unsigned long long key = __ldcg(a.best + query_of(u));
       if (key < scan::pack(best[u], index[u])) {
         best[u] = __uint_as_float(unsigned(key >> 32)), index[u] = std::int32_t(unsigned(key));
         threshold[u] = tc::threshold_for(best[u], tc::norm_low(a.queries + std::size_t(query_of(u)) * DIM, DIM, c), band);
@@ -131,13 +131,10 @@ __global__ void __launch_bounds__(kScanBlock, Q == 8 ? (DIM <= 3 ? 3 : 2) : (DIM
           if (j >= valid || (a.self_join && row == qu)) continue;
           ++candidates;
           const float e = tc::exact_distance<DIM>(qrow, a.references + std::size_t(row) * DIM);
-          const unsigned long long mine = scan::pack(best[u], index[u]), found = scan::pack(e, row);
-          if (found < mine) {  // published at once: other threads' refreshes take it
-            const unsigned long long bound = tc::offer(a.best + std::size_t(qu) * a.topk, a.topk, found);
-            if (bound < mine) {
-              best[u] = __uint_as_float(unsigned(bound >> 32)), index[u] = std::int32_t(unsigned(bound));
-              threshold[u] = tc::threshold_for(best[u], tc::norm_low(qrow, DIM, c), band);
-            }
+          if (e < best[u] || (e == best[u] && row < index[u])) {
+            best[u] = e, index[u] = row;
+            threshold[u] = tc::threshold_for(e, tc::norm_low(qrow, DIM, c), band);
+            atomicMin(a.best + qu, scan::pack(e, row));  // published at once: other threads' refreshes take it
           }
         }
       }

@@ -15,8 +15,9 @@
 
 namespace knn::gpu {
 
-// KNN_V15_TC: "auto" (the default: topk = 1, 8 ≤ k ≤ 32, m ≥ 64, n ≥ 2^18), "off" (the fused scan),
-// "on" (wherever the filter applies, whatever the shape: topk up to kFilterMaxTopk).
+// KNN_V15_TC: "auto" (the default: topk = 1 with 8 ≤ k ≤ 32, m ≥ 64, n ≥ 2^18; topk 2..32 with
+// 3 ≤ k ≤ 32, m ≥ 1024, n ≥ 2^18), "off" (the fused scan), "on" (wherever the filter applies,
+// whatever the shape: topk up to kFilterMaxTopk).
 using TcMode = knn::env::Mode;
 inline TcMode tc_mode_from_environment() { return knn::env::mode_knob("KNN_V15_TC"); }
 
@@ -72,9 +73,17 @@ double tc_score_error_bound(int dim, double half_span, bool split = false);
 // KNN_V15_TC_SPLIT=on|off overrides it at any k ≤ 8 (for measuring; split values need k ≤ 8).
 bool tc_split(int dim);
 
-// Both filters keep each query's topk best keys in global memory (tc::offer in tc_filter.cuh), up
-// to this many: every key that enters a list costs topk atomics.
+// The tensor-core filter keeps each query's topk best keys (tc::offer in tc_filter.cuh), up to
+// this many: every key that enters a list costs up to topk atomics. The fp32 filter keeps topk 1.
 inline constexpr int kFilterMaxTopk = 32;
+// The automatic rule for topk 2..32 (configs/tc-topk-shapes.json and seeds.json on an H100, the
+// filter against the fused scan, results/h100/v15/filter-topk/): it won at every shape measured
+// from k = 3, m = 1024 and n = 2^18 (1.3x at k 3 with 2^20 queries, 6-12x at k ≥ 16; case 416
+// 0.59 s against 2.05), with split values below 8 dimensions (plain TF32 lost to the scan on
+// clustered 5-D points); at k = 2 (case 200, topk 32) it lost 7x.
+inline constexpr int kTcListMinDim = 3;
+inline constexpr int kTcListMinQueries = 1024;
+inline constexpr int kTcListMinRows = 1 << 18;
 
 // The plan for problem p on a device of compute capability cc_major (TF32 needs 8) that holds
 // `resident_blocks` filter blocks at once. `single_chunk` and `ramp` as in plan_scan (v15 keeps

@@ -42,17 +42,17 @@ float round_up(double x) {
   return f;
 }
 
-// The checks both filters share (the knob not off, topk within the lists' limit, k within the kernel's limit, every value finite, scores far
+// The checks both filters share (the knob not off, topk within the filter's limit, k within the kernel's limit, every value finite, scores far
 // from overflow) and the centre c and half span H of the values: an empty string when they pass,
 // otherwise the reason. H is widened by 2^-20 before use, so rounding c to float never leaves a
 // value outside [c - H, c + H].
-std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob, int max_dim, double& center,
-                         double& half) {
+std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob, int max_dim, int max_topk,
+                         double& center, double& half) {
   const ValueTraits& v = p.values;
   if (mode == knn::env::Mode::off) return fmt::format("{}=off", knob);
-  if (p.topk > kFilterMaxTopk) return fmt::format("topk {} > {}: the filter's lists", p.topk, kFilterMaxTopk);
-  if (p.topk > 1 && mode == knn::env::Mode::automatic)
-    return fmt::format("topk {}: the automatic rule takes topk = 1 ({}=on takes up to {})", p.topk, knob, kFilterMaxTopk);
+  if (p.topk > max_topk)
+    return max_topk == 1 ? fmt::format("topk {}: the filter keeps one neighbour", p.topk)
+                         : fmt::format("topk {} > {}: the filter's lists hold at most {}", p.topk, max_topk, max_topk);
   if (p.dim > max_dim) return fmt::format("k = {} > {}", p.dim, max_dim);
   if (!v.known) return "values not examined";
   if (!v.finite) return "not every value is finite";
@@ -69,7 +69,7 @@ std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob
 TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk, bool ramp) {
   TcPlan plan;
   double center = 0, half = 0;
-  plan.why = filter_range(p, mode, "KNN_V15_TC", kTcMaxDim, center, half);
+  plan.why = filter_range(p, mode, "KNN_V15_TC", kTcMaxDim, kFilterMaxTopk, center, half);
   if (!plan.why.empty()) return plan;
   if (cc_major < 8) {
     plan.why = fmt::format("compute capability {}.x has no TF32 tensor cores", cc_major);
@@ -80,9 +80,12 @@ TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_b
   plan.half_span = round_up(half);
   plan.band = round_up(tc_score_error_bound(p.dim, half, plan.split));
   plan.slices = (p.dim + kTcSliceDims - 1) / kTcSliceDims;
-  if (mode == TcMode::automatic && (p.dim < kTcMinDim || p.m < kTcMinQueries || p.n < kTcMinRows)) {
-    plan.why = fmt::format("k = {}, m = {}, n = {}: the filter pays from k ≥ {}, m ≥ {} and n ≥ {}", p.dim, p.m, p.n,
-                           kTcMinDim, kTcMinQueries, kTcMinRows);
+  const bool lists = p.topk > 1;
+  const int min_dim = lists ? kTcListMinDim : kTcMinDim, min_queries = lists ? kTcListMinQueries : kTcMinQueries;
+  const int min_rows = lists ? kTcListMinRows : kTcMinRows;
+  if (mode == TcMode::automatic && (p.dim < min_dim || p.m < min_queries || p.n < min_rows)) {
+    plan.why = fmt::format("k = {}, m = {}, n = {}: the filter pays {}from k ≥ {}, m ≥ {} and n ≥ {}", p.dim, p.m, p.n,
+                           lists ? "for topk > 1 " : "", min_dim, min_queries, min_rows);
     return plan;
   }
   plan.query_groups = (p.m + kTcBlockQueries - 1) / kTcBlockQueries;
@@ -98,7 +101,7 @@ TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_b
 Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
   Fp32Plan plan;
   double center = 0, half = 0;
-  plan.why = filter_range(p, mode, "KNN_V15_FP32_FILTER", kFp32MaxDim, center, half);
+  plan.why = filter_range(p, mode, "KNN_V15_FP32_FILTER", kFp32MaxDim, 1, center, half);
   if (!plan.why.empty()) return plan;
   plan.center = float(center);
   plan.half_span = round_up(half);
