@@ -46,9 +46,10 @@
 #               topk sweep's 8 and 32 (v15-topk.json) with the filter, and cases 10-11 at the defaults
 #                                          -> filtertopk/*.{json,md,log}, tests.log
 #   v15final    v15 at its defaults: every v15 test (GPU and CPU), cases 8-11 with v4, v6, v7 and v15, cases
-#               200, 405, 412 and 416 (seeds.json), the whole topk sweep (v15-topk.json), and (when ncu is
-#               installed) the sections of one of case 405's filter kernels
-#                                 -> v15final/{default,seeds,sweep}.*, tests.log, ncu-405-filter.txt
+#               200, 405, 412 and 416 (seeds.json), the whole topk sweep (v15-topk.json), configs/tc-topk-shapes.json,
+#               405 with plain TF32 (KNN_V15_TC_SPLIT=off), and (when ncu is installed) the sections of one
+#               of case 405's filter kernels
+#               -> v15final/{default,seeds,sweep,tc-topk-shapes,seeds-405-plain}.*, tests.log, ncu-405-filter.txt
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -321,6 +322,9 @@ for step in "${steps[@]}"; do
       measure "$OUT/v15final/seeds" -- --config configs/seeds.json --case 200,405,412,416 --version v15 \
         --validate-queries 2048 --max-time 2
       measure "$OUT/v15final/sweep" -- --config configs/v15-topk.json --version v15 --validate-queries 1024 --max-time 2
+      measure "$OUT/v15final/tc-topk-shapes" -- --config configs/tc-topk-shapes.json --version v15 --min-samples 3 --max-time 2
+      measure "$OUT/v15final/seeds-405-plain" KNN_V15_TC_SPLIT=off -- --config configs/seeds.json --case 405 --version v15 \
+        --validate-queries 2048 --max-time 2
       if command -v ncu >/dev/null 2>&1; then
         log "ncu: one of case 405's filter kernels"
         ncu --clock-control none -k regex:filter_kernel -s 1 -c 1 --section SpeedOfLight --section Occupancy \
