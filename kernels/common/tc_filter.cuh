@@ -320,35 +320,24 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
           }
         }
       const float n0 = norms[r8 + 2 * t4], n1 = norms[r8 + 2 * t4 + 1];
-      // Every tile's products first, then one branch for the step: a branch per tile kept each
-      // comparison waiting on its own mma (Nsight Compute on case 405: 4.5 of 7.8 cycles between a
-      // warp's instructions stalled on fixed-latency dependencies).
-      float d[kTcTiles][4];
-      unsigned hits = 0;
 #pragma unroll
       for (int t = 0; t < kTcTiles; ++t) {
-        d[t][0] = n0, d[t][1] = n1, d[t][2] = n0, d[t][3] = n1;
+        float d[4] = {n0, n1, n0, n1};
 #pragma unroll
         for (int k8 = 0; k8 < KS; ++k8) {
           if constexpr (SPLIT) {  // the small terms first
-            mma_tf32(d[t], frag[t][k8][0], b[k8][1][0], b[k8][1][1]);
-            mma_tf32(d[t], frag[t][k8][1], b[k8][0][0], b[k8][0][1]);
+            mma_tf32(d, frag[t][k8][0], b[k8][1][0], b[k8][1][1]);
+            mma_tf32(d, frag[t][k8][1], b[k8][0][0], b[k8][0][1]);
           }
-          mma_tf32(d[t], frag[t][k8][0], b[k8][0][0], b[k8][0][1]);
+          mma_tf32(d, frag[t][k8][0], b[k8][0][0], b[k8][0][1]);
         }
-      }
-#pragma unroll
-      for (int t = 0; t < kTcTiles; ++t)
-        hits |= (fminf(d[t][0], d[t][1]) <= slot[t][0].threshold || fminf(d[t][2], d[t][3]) <= slot[t][1].threshold)
-                    ? 1u << t : 0u;
-#pragma unroll
-      for (int t = 0; t < kTcTiles; ++t) {
-        const bool hit = (hits >> t) & 1u;
+        const bool hit = d[0] <= slot[t][0].threshold || d[1] <= slot[t][0].threshold ||
+                         d[2] <= slot[t][1].threshold || d[3] <= slot[t][1].threshold;
         if (hit) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             Slot& s = slot[t][j >> 1];
-            if (!(d[t][j] <= s.threshold)) continue;
+            if (!(d[j] <= s.threshold)) continue;
             const int row = base + r8 + 2 * t4 + (j & 1);
             const int q = q_first + t * kTcTileQueries + g + 8 * (j >> 1);
             if (row >= a.row_end || (a.self_join && row == q)) continue;
