@@ -14,10 +14,9 @@
 // neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18, and topk 2..32 with
 // 3 ≤ k ≤ 32, m ≥ 1024 and n ≥ 2^18, are found by the tensor-core filter (kernels/common/tc_filter.hpp;
 // KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound pick the rows whose exact
-// distance is computed, and each query's topk keys live in global (or shared) memory; the answers
-// are the scan's. Below 8 dimensions
-// (topk 1, k >= 2, m >= 32, n >= 2^20) the same filter runs on CUDA cores with fp32 scores in the scan's
-// own layout (kernels/common/fp32_filter.cuh; KNN_V15_FP32_FILTER=off|on|auto).
+// distance is computed; the answers are the scan's. For topk 1 below 8 dimensions (k >= 2, m >= 32,
+// n >= 2^20) the same filter runs on CUDA cores with fp32 scores in the scan's own layout
+// (kernels/common/fp32_filter.cuh; KNN_V15_FP32_FILTER=off|on|auto).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -50,8 +49,7 @@ namespace gpu = knn::gpu;
 using gpu::scan::List;
 
 constexpr int kMaxTopk = knn::gpu::kFusedTopkMax;
-// Resident 128-thread blocks per SM assumed by device_bytes (an SM holds 2048 threads): an upper
-// bound of the splits the plan can choose before the kernel's occupancy is known.
+// Resident 128-thread blocks per SM assumed by device_bytes (an SM holds 2048 threads): an upper bound.
 constexpr int kMaxBlocksPerSm = 16;
 
 using Kernel = void (*)(gpu::scan::Args);
@@ -61,12 +59,11 @@ List list_for(int topk) {
 }
 
 int queries_per_thread(List l) {
-  switch (l) {
-    case List::one: return gpu::scan::queries_per_thread<List::one>();
-    case List::eight: return gpu::scan::queries_per_thread<List::eight>();
-    case List::thirty_two: return gpu::scan::queries_per_thread<List::thirty_two>();
-    default: return gpu::scan::queries_per_thread<List::heap>();
-  }
+  using gpu::scan::queries_per_thread;
+  return l == List::one          ? queries_per_thread<List::one>()
+         : l == List::eight      ? queries_per_thread<List::eight>()
+         : l == List::thirty_two ? queries_per_thread<List::thirty_two>()
+                                 : queries_per_thread<List::heap>();
 }
 
 bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 4 || dim == 5 || dim == 8 || dim == 16; }
@@ -113,34 +110,37 @@ Kernel pick_fp32(int dim) {
 static_assert(gpu::kFp32MaxDim == 7, "pick_fp32 compiles k = 1 .. kFp32MaxDim");
 
 Kernel pick(int dim, List l) {
-  switch (l) {
-    case List::one: return pick_dim<List::one>(dim);
-    case List::eight: return pick_dim<List::eight>(dim);
-    case List::thirty_two: return pick_dim<List::thirty_two>(dim);
-    default: return pick_dim<List::heap>(dim);
-  }
+  return l == List::one          ? pick_dim<List::one>(dim)
+         : l == List::eight      ? pick_dim<List::eight>(dim)
+         : l == List::thirty_two ? pick_dim<List::thirty_two>(dim)
+                                 : pick_dim<List::heap>(dim);
 }
 
 const char* list_name(List l) {
-  switch (l) {
-    case List::one: return "best pair in registers";
-    case List::eight: return "sorted lists of 8 in registers";
-    case List::thirty_two: return "sorted lists of 32 in registers";
-    default: return "max-heaps in global scratch";
-  }
+  return l == List::one          ? "best pair in registers"
+         : l == List::eight      ? "sorted lists of 8 in registers"
+         : l == List::thirty_two ? "sorted lists of 32 in registers"
+                                 : "max-heaps in global scratch";
 }
 
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
 
-// KNN_V15_RAMP=0 cuts the references into equal chunks instead of growing the first ones
-// (scan_plan.hpp); default 1. The tensor-core filter always takes equal chunks.
+// KNN_V15_RAMP=0: equal chunks instead of growing first ones (scan_plan.hpp; the tensor-core filter's always).
 bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
 
-// Whether the tensor-core filter keeps topk > 1 lists in shared memory where it can (one split:
-// each block owns its queries); KNN_V15_SHARED_LISTS=0 keeps them in global memory. Default 1.
-bool shared_lists(const gpu::TcPlan& tc, int topk) {
-  return tc.chosen && topk > 1 && tc.splits == 1 &&
-         knn::env::int_knob("KNN_V15_SHARED_LISTS", 0, 1, "v15").value_or(1) != 0;
+// The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
+// topk > 1 with one split (each block owns its queries), KNN_V15_SHARED_LISTS not 0, and the
+// kernel's static shared memory plus the lists within the device's limit per block (99 KB on
+// some 8.x devices); otherwise 0 and the lists stay in global memory.
+std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, int device) {
+  if (!tc.chosen || topk < 2 || tc.splits != 1 || knn::env::int_knob("KNN_V15_SHARED_LISTS", 0, 1, "v15").value_or(1) == 0)
+    return 0;
+  const std::size_t bytes = std::size_t(gpu::kTcBlockQueries) * topk * sizeof(unsigned long long);
+  cudaFuncAttributes attributes{};
+  KNN_CUDA_TRY(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  int limit = 0;
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return attributes.sharedSizeBytes + bytes <= std::size_t(limit) ? bytes : 0;
 }
 
 // The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread
@@ -236,8 +236,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
   a.tc_center = tc.chosen ? tc.center : f32.center, a.tc_band = tc.chosen ? tc.band : f32.band;
   a.tc_candidates = candidates.data();
-  a.tc_shared_lists = shared_lists(tc, p.topk);
-  const std::size_t dynamic_shared = a.tc_shared_lists ? std::size_t(gpu::kTcBlockQueries) * p.topk * sizeof(unsigned long long) : 0;
+  const std::size_t dynamic_shared = tc.chosen ? shared_list_bytes(tc, p.topk, kernel, info.ordinal) : 0;
+  a.tc_shared_lists = dynamic_shared > 0;
   if (dynamic_shared > 0)
     KNN_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       int(dynamic_shared)));
@@ -360,7 +360,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
                                       env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join);
   const bool filter = tc.chosen || gpu::plan_fp32(p, gpu::fp32_mode_from_environment()).chosen;
   if (filter && p.topk > 1)
-    bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::sort_key_lists_bytes(p.m, p.topk);
+    bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::sort_key_lists_bytes(p.m, p.topk) + 8;
   else if (list == List::one || filter)
     bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
   if (!filter && needs_merge(plan, list)) {

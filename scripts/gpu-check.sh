@@ -45,6 +45,7 @@
 #               412 and 416 (seeds.json) with the scan, 405, 412 and 416 with the filter (plain TF32), the
 #               topk sweep's 8 and 32 (v15-topk.json) with the filter, and cases 10-11 at the defaults
 #                                          -> filtertopk/*.{json,md,log}, tests.log
+#   v15tests    v15's tests alone (GPU and CPU)                    -> v15tests/tests.log
 #   v15final    v15 at its defaults: every v15 test (GPU and CPU), cases 8-11 with v4, v6, v7 and v15, cases
 #               200, 405, 412 and 416 (seeds.json), the whole topk sweep (v15-topk.json), configs/tc-topk-shapes.json,
 #               405 with plain TF32 (KNN_V15_TC_SPLIT=off), and (when ncu is installed) the sections of one
@@ -85,7 +86,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15final|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -314,6 +315,10 @@ for step in "${steps[@]}"; do
       measure "$OUT/filtertopk/sweep-tc" KNN_V15_TC=on -- --config configs/v15-topk.json --case 1508,1532 --version v15 \
         --validate-queries 1024 --max-time 2
       measure "$OUT/filtertopk/default-10-11" -- --case 10,11 --version v15
+      ;;
+    v15tests)
+      mkdir -p "$OUT/v15tests"
+      v15_tests "$OUT/v15tests"
       ;;
     v15final)
       mkdir -p "$OUT/v15final"

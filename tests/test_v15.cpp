@@ -281,6 +281,12 @@ std::vector<V15Case> topk_filter_cases() {
     out.back().shared_lists = lists;
     add(5, 140001, 5003, 8, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "off");
     out.back().shared_lists = lists;
+    add(4, 140001, 600000, 8, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);  // several chunks
+    out.back().shared_lists = lists;
+    for (int n : {1, 31}) {  // fewer rows than topk: empty slots in either kind of list
+      add(3, 50, n, 32);
+      out.back().shared_lists = lists;
+    }
   }
   // The automatic rule for topk > 1: k ≥ 3, m ≥ 1024, n ≥ 2^18, on both sides of each bound.
   const auto rule = [&](bool expect, int dim, int m, int n) {
@@ -379,9 +385,14 @@ std::string check_against_v0(const V15Case& c) {
         EXPECT_NE(ctx.path.find("chunks of "), std::string::npos) << ctx.path;
     }
   }
-  // KNN_V15_SHARED_LISTS=1 on shapes of one split: the lists are in shared memory; =0: never.
-  if (!c.shared_lists.empty())
-    EXPECT_EQ(ctx.path.find("in shared memory during each chunk") != std::string::npos, c.shared_lists == "1") << ctx.path;
+  // KNN_V15_SHARED_LISTS=1: the lists are in shared memory wherever the plan made one split (the
+  // shapes below with n <= 767 rows on any device; the larger ones on an H100); =0: never.
+  if (!c.shared_lists.empty()) {
+    const bool one_split = ctx.path.find(" x 1 split x") != std::string::npos;
+    EXPECT_EQ(ctx.path.find("in shared memory during each chunk") != std::string::npos, c.shared_lists == "1" && one_split)
+        << ctx.path;
+    if (c.n <= 767) EXPECT_TRUE(one_split) << ctx.path;
+  }
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
