@@ -312,7 +312,7 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
           const int at = mine + k8 * kTcSliceDims + 4 * e;
           if constexpr (kConverted) {
 #pragma unroll
-            for (int h = 0; h < P; ++h) b[k8][h][e] = converted[kConverted ? h : 0][kConverted ? at : 0];
+            for (int h = 0; h < P; ++h) b[k8][h][e] = converted[h][at];
           } else {  // columns past k: zero values less c, against zero A columns
             const float x = staged[at] - c;
             b[k8][0][e] = to_tf32(x);

@@ -67,9 +67,10 @@ struct TcPlan {
 // With `split` (each value hi + lo in TF32, products hi·hi + hi·lo + lo·hi): the dropped lo·lo
 // and the rounding of lo cost 7.3·2^-22·W, the sums 3.02·(3·8·slices + 1)·2^-20·W.
 double tc_score_error_bound(int dim, double half_span, bool split = false);
-// Whether the filter splits the values of a k-dimensional problem: below 8 dimensions, which only
-// KNN_V15_TC=on takes (the band shrinks about 25-fold; on clustered 3-D points 5365 candidates per
-// query became 175, but on uniform ones the three products cost more than the candidates saved).
+// Whether the filter splits the values of a k-dimensional problem: below 8 dimensions, which the
+// automatic rule takes for topk 2..32 and KNN_V15_TC=on for topk 1 (the band shrinks about 25-fold;
+// on clustered 3-D points 5365 candidates per query became 175, but on uniform ones the three
+// products cost more than the candidates saved at topk 1).
 // KNN_V15_TC_SPLIT=on|off overrides it at any k ≤ 8 (for measuring; split values need k ≤ 8).
 bool tc_split(int dim);
 
