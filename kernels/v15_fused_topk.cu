@@ -226,7 +226,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
-  if (merge) merger = std::make_unique<gpu::PartialMerge>(p.m, partials * p.topk, p.topk, copy);
+  if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
+    merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge);
 
   gpu::scan::Args a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
@@ -283,10 +284,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   searched.record(search);
   KNN_CUDA_TRY(cudaStreamWaitEvent(copy, searched.get(), 0));
-  if (merger)
+  if (merge)
     merger->enqueue(partial_distances.data(), partial_indices.data(), indices.data(), distances.data());
-  else if (filter && p.topk > 1)
-    gpu::sort_key_lists(best.data(), p.m, p.topk, indices.data(), distances.data(), copy);
+  else if (merger) merger->enqueue_keys(best.data(), indices.data(), distances.data());
   else if (key_slots > 0)
     gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
   merged.record(copy);
@@ -360,7 +360,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
                                       env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join);
   const bool filter = tc.chosen || gpu::plan_fp32(p, gpu::fp32_mode_from_environment()).chosen;
   if (filter && p.topk > 1)
-    bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::sort_key_lists_bytes(p.m, p.topk) + 8;
+    bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::PartialMerge::device_bytes(p.m, p.topk) + 8;
   else if (list == List::one || filter)
     bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
   if (!filter && needs_merge(plan, list)) {

@@ -47,9 +47,9 @@ int grid_for(long long count) { return int(std::min<long long>(4096, std::max<lo
 
 }  // namespace
 
-PartialMerge::PartialMerge(int m, long long per_query, int topk, cudaStream_t stream)
+PartialMerge::PartialMerge(int m, long long per_query, int topk, cudaStream_t stream, bool packs)
     : m_(m), topk_(topk), per_query_(per_query), stream_(stream),
-      keys_(std::size_t(m) * per_query, stream), sorted_(std::size_t(m) * per_query, stream),
+      keys_(packs ? std::size_t(m) * per_query : 0, stream), sorted_(std::size_t(m) * per_query, stream),
       offsets_(std::size_t(m) + 1, stream) {
   KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(nullptr, scratch_bytes_, keys_.data(), sorted_.data(),
                                                   (long long)m * per_query, m, offsets_.data(), offsets_.data() + 1,
@@ -62,9 +62,14 @@ void PartialMerge::enqueue(const float* partial_distances, const std::int32_t* p
   const long long count = (long long)m_ * per_query_;
   pack_kernel<<<grid_for(count), kThreads, 0, stream_>>>(partial_distances, partial_indices, count, keys_.data());
   KNN_CUDA_CHECK_LAUNCH();
+  enqueue_keys(keys_.data(), indices, distances);
+}
+
+void PartialMerge::enqueue_keys(const unsigned long long* keys, std::int32_t* indices, float* distances) {
+  const long long count = (long long)m_ * per_query_;
   offsets_kernel<<<grid_for(m_ + 1), kThreads, 0, stream_>>>(offsets_.data(), m_, per_query_);
   KNN_CUDA_CHECK_LAUNCH();
-  KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(scratch_.data(), scratch_bytes_, keys_.data(), sorted_.data(), count,
+  KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(scratch_.data(), scratch_bytes_, keys, sorted_.data(), count,
                                                   m_, offsets_.data(), offsets_.data() + 1, stream_));
   unpack_kernel<<<grid_for((long long)m_ * topk_), kThreads, 0, stream_>>>(sorted_.data(), m_, per_query_, topk_,
                                                                           indices, distances);
@@ -78,27 +83,6 @@ std::size_t PartialMerge::device_bytes(int m, long long per_query) {
 void fill_worst_keys(unsigned long long* keys, long long count, cudaStream_t stream) {
   fill_kernel<<<grid_for(count), kThreads, 0, stream>>>(keys, count);
   KNN_CUDA_CHECK_LAUNCH();
-}
-
-void sort_key_lists(const unsigned long long* keys, int m, int topk, std::int32_t* indices, float* distances,
-                    cudaStream_t stream) {
-  const long long count = (long long)m * topk;
-  cuda::StreamBuffer<unsigned long long> sorted(std::size_t(count), stream);
-  cuda::StreamBuffer<long long> offsets(std::size_t(m) + 1, stream);
-  offsets_kernel<<<grid_for(m + 1), kThreads, 0, stream>>>(offsets.data(), m, topk);
-  KNN_CUDA_CHECK_LAUNCH();
-  std::size_t bytes = 0;
-  KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, keys, sorted.data(), count, m, offsets.data(),
-                                                  offsets.data() + 1, stream));
-  cuda::StreamBuffer<unsigned char> scratch(bytes, stream);
-  KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(scratch.data(), bytes, keys, sorted.data(), count, m, offsets.data(),
-                                                  offsets.data() + 1, stream));
-  unpack_kernel<<<grid_for(count), kThreads, 0, stream>>>(sorted.data(), m, topk, topk, indices, distances);
-  KNN_CUDA_CHECK_LAUNCH();
-}
-
-std::size_t sort_key_lists_bytes(int m, int topk) {
-  return std::size_t(m) * topk * 2 * sizeof(unsigned long long) + (std::size_t(m) + 1) * sizeof(long long);
 }
 
 void unpack_best(const unsigned long long* keys, int m, std::int32_t* indices, float* distances, cudaStream_t stream) {

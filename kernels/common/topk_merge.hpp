@@ -14,11 +14,14 @@ namespace knn::gpu {
 // Answers the m queries from `per_query` partial entries each ([q · per_query + e]).
 class PartialMerge {
  public:
-  // Allocates everything on `stream` (stream-ordered).
-  PartialMerge(int m, long long per_query, int topk, cudaStream_t stream);
+  // Allocates everything on `stream` (stream-ordered); with `packs` false, no buffer for packed
+  // keys (enqueue_keys only).
+  PartialMerge(int m, long long per_query, int topk, cudaStream_t stream, bool packs = true);
   // Enqueues the merge on the stream given at construction; writes m × topk answers.
   void enqueue(const float* partial_distances, const std::int32_t* partial_indices, std::int32_t* indices,
                float* distances);
+  // The same from entries already packed, in any order within a query (the filters' key lists).
+  void enqueue_keys(const unsigned long long* keys, std::int32_t* indices, float* distances);
   // Device bytes the merge allocates (CUB's scratch estimated as one more key buffer).
   static std::size_t device_bytes(int m, long long per_query);
 
@@ -34,12 +37,6 @@ class PartialMerge {
 
 // `count` keys that no candidate beats (+inf, index -1): what atomicMin'd best keys start from.
 void fill_worst_keys(unsigned long long* keys, long long count, cudaStream_t stream);
-// Answers m queries from topk packed keys each, in any order ([q · topk + s]; the filters' lists):
-// sorted per query by CUB's segmented sort. Allocates its buffers on `stream`.
-void sort_key_lists(const unsigned long long* keys, int m, int topk, std::int32_t* indices, float* distances,
-                    cudaStream_t stream);
-// Device bytes sort_key_lists allocates (CUB's scratch estimated as one more key buffer).
-std::size_t sort_key_lists_bytes(int m, int topk);
 // Answers m queries with topk = 1 from one packed key each.
 void unpack_best(const unsigned long long* keys, int m, std::int32_t* indices, float* distances, cudaStream_t stream);
 
