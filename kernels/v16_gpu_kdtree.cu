@@ -14,7 +14,10 @@
 // to the end. Knobs: KNN_V16_LEAF (minimum leaf size, default 256), KNN_V16_TEST=box|median,
 // KNN_V16_SORT=0|1, KNN_V16_FINAL=0|1, KNN_V16_TAIL (the last kernel takes over below TAIL x leaves
 // active queries; default 16, measured on an H100; 1 is the thesis's rule), KNN_V16_VEC=0|1 (leaf rows
-// read one float at a time, or as float4 groups: default 1), KNN_V16_STAGE_KIB
+// read one float at a time, or as float4 groups: default 1), KNN_V16_NEAREST=0|1 (topk = 1 without a
+// self-join: the pair in registers, kdtree_gpu_waves.cuh; default 1), KNN_V16_LANES (its lanes per
+// query: 1, 2, 4, 8, or 0: by the wave's size, the default), KNN_V16_CELL=0|1 (the walk first tests
+// whether the query's ball lies inside its leaf's cell: default 1), KNN_V16_STAGE_KIB
 // (shared memory for staged leaves, 0-160, default 0: on an H100 the sorted warps read a shared leaf
 // through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's,
 // ties included.
@@ -36,6 +39,7 @@
 #include "core/problem.hpp"
 #include "core/registry.hpp"
 #include "kernels/common/env_knob.hpp"
+#include "kernels/common/kdtree_gpu_waves.cuh"
 #include "kernels/common/kdtree_gpu_walk.cuh"
 #include "kernels/common/shared_topk.cuh"
 #include "kernels/common/topk_supports.hpp"
@@ -45,9 +49,10 @@ namespace {
 namespace cuda = knn::cuda;
 namespace kd = knn::kd;
 using kd::Query;
+using kd::SearchArgs;
 using kd::TreeView;
 
-constexpr int kBlock = 128;
+constexpr int kBlock = kd::kWaveBlock;
 constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of shared memory
 constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
 
@@ -56,6 +61,9 @@ struct Options {
   bool box = true, sort = true, final_steps = true;
   int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
+  bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_nearest.cuh)
+  int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
+  bool cell = true;     // a query whose ball lies inside its leaf's cell is done without climbing
   std::string source;  // which knobs came from the environment
 };
 
@@ -74,6 +82,11 @@ Options options_from_environment() {
   o.final_steps = knob("KNN_V16_FINAL", 1, 0, 1, o.source) != 0;
   o.tail = knob("KNN_V16_TAIL", 16, 1, 1024, o.source);
   o.vec = knob("KNN_V16_VEC", 1, 0, 1, o.source);
+  o.nearest = knob("KNN_V16_NEAREST", 1, 0, 1, o.source) != 0;
+  o.lanes = knob("KNN_V16_LANES", 0, 0, 8, o.source);
+  o.cell = knob("KNN_V16_CELL", 1, 0, 1, o.source) != 0;
+  if (o.lanes & (o.lanes - 1))
+    throw std::invalid_argument(fmt::format("v16: KNN_V16_LANES = '{}': must be 0 (by the wave's size), 1, 2, 4 or 8", o.lanes));
   if (const char* t = std::getenv("KNN_V16_TEST"); t != nullptr && *t != '\0') {
     const std::string text(t);
     if (text != "box" && text != "median")
@@ -82,126 +95,6 @@ Options options_from_environment() {
     o.source += " KNN_V16_TEST=" + text;
   }
   return o;
-}
-
-struct SearchArgs {
-  TreeView t;
-  const float* __restrict__ queries;
-  int topk, count, stage_leaves;
-  bool self_join, box, first, to_end;
-  int vec;
-  const std::uint64_t* __restrict__ keys_in;
-  std::uint64_t* __restrict__ keys_out;  // (next leaf, query), leaf = leaves once finished
-  std::int32_t* heap_idx;                // the answer rows: raw heaps between waves, sorted when done
-  float* heap_dist;
-  unsigned* remaining;
-  unsigned long long* visits;
-};
-
-__device__ __forceinline__ unsigned warp_sum(unsigned v) {
-#pragma unroll
-  for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-  return v;
-}
-
-// One thread per active key (blocks of kBlock consecutive keys): scan the leaf, find the next one.
-template <int DIM>
-__global__ void __launch_bounds__(kBlock) search_kernel(const SearchArgs a) {
-  using Scan = cub::BlockScan<int, kBlock>;
-  __shared__ typename Scan::TempStorage scan_temp;
-  __shared__ int leaf_of[kBlock], run_leaf[kBlock];
-  extern __shared__ __align__(16) float smem[];
-  const TreeView& t = a.t;
-  const int dim = DIM > 0 ? DIM : t.dim, tid = threadIdx.x, S = t.leaf_size;
-  const int stride = DIM > 0 ? (DIM + 3) / 4 * 4 : dim;  // staged row stride: float4 loads when compiled in
-  float* heap_d = smem;
-  auto* heap_i = reinterpret_cast<std::int32_t*>(heap_d + std::size_t(a.topk) * kBlock);
-  float* tile = reinterpret_cast<float*>(heap_i + std::size_t(a.topk) * kBlock);
-  auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * stride);
-
-  const int item = blockIdx.x * kBlock + tid;
-  const bool active = item < a.count;
-  const std::uint64_t key = active ? a.keys_in[item] : 0;
-  int leaf = active ? int(key >> 32) : -1;
-  const int qid = int(unsigned(key));
-  // The block's distinct leaves (runs of equal keys when sorted): staged when they fit.
-  int run = 0, runs = 0;
-  if (a.stage_leaves > 0) {
-    leaf_of[tid] = leaf;
-    __syncthreads();
-    const int start = active && (tid == 0 || leaf_of[tid - 1] != leaf) ? 1 : 0;
-    Scan(scan_temp).ExclusiveSum(start, run, runs);
-    run += start - 1;
-    if (start) run_leaf[run] = leaf;
-    __syncthreads();
-  }
-  const bool staged = a.stage_leaves > 0 && runs <= a.stage_leaves;
-  if (staged) {
-    const int floats = S * stride;
-    for (int e = tid; e < runs * floats; e += kBlock) {
-      const int k = e % stride, row = run_leaf[e / floats] * S + (e % floats) / stride;
-      tile[e] = k < dim ? __ldg(t.points + std::size_t(row) * dim + k) : 0.f;
-    }
-    for (int e = tid; e < runs * S; e += kBlock) tile_index[e] = __ldg(t.index + std::size_t(run_leaf[e / S]) * S + e % S);
-    __syncthreads();
-  }
-  knn::gpu::SharedTopK list(heap_d + tid, heap_i + tid, kBlock, a.topk);
-  unsigned visited = 0;
-  int next = -1;
-  if (active) {
-    Query<DIM> q;
-    q.load(a.queries + std::size_t(qid) * dim, dim);
-    std::int32_t* row_i = a.heap_idx + std::size_t(qid) * a.topk;
-    float* row_d = a.heap_dist + std::size_t(qid) * a.topk;
-    if (a.first) {
-      list.clear();
-    } else {
-      for (int s = 0; s < a.topk; ++s) heap_d[s * kBlock + tid] = row_d[s], heap_i[s * kBlock + tid] = row_i[s];
-      list.resume();
-    }
-    bool from_tile = staged;
-    for (;;) {
-      if (from_tile) {
-        const float* rows = tile + std::size_t(run) * S * stride;
-        const std::int32_t* ids = tile_index + std::size_t(run) * S;
-        for (int r = 0; r < S; ++r) {
-          const float d = kd::staged_distance(q, rows + std::size_t(r) * stride, dim);
-          const std::int32_t id = ids[r];
-          if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
-        }
-      } else {
-        const float* rows = t.points + std::size_t(leaf) * S * dim;
-        const std::int32_t* ids = t.index + std::size_t(leaf) * S;
-        int r = 0;
-        if constexpr (DIM > 0)
-          if (a.vec == 1) r = kd::scan_row_groups(q, rows, ids, S, a.self_join, qid, list);
-        for (; r < S; ++r) {
-          const float d = kd::row_distance(q, rows + std::size_t(r) * dim, dim);
-          if (!(d <= list.worst_distance())) continue;  // the index is read only for a candidate
-          const std::int32_t id = __ldg(ids + r);
-          if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
-        }
-      }
-      ++visited;
-      next = kd::next_leaf(t, q, leaf, list.worst_distance(), a.box);
-      if (!a.to_end || next < 0) break;
-      leaf = next;
-      from_tile = false;
-    }
-    if (next < 0) {
-      list.store(row_i, row_d);
-      a.keys_out[item] = (std::uint64_t(t.leaves) << 32) | unsigned(qid);
-    } else {
-      for (int s = 0; s < a.topk; ++s) row_d[s] = heap_d[s * kBlock + tid], row_i[s] = heap_i[s * kBlock + tid];
-      a.keys_out[item] = (std::uint64_t(next) << 32) | unsigned(qid);
-    }
-  }
-  const unsigned going = __popc(__ballot_sync(0xffffffffu, next >= 0));
-  const unsigned seen = warp_sum(visited);
-  if ((tid & 31) == 0) {
-    if (going) atomicAdd(a.remaining, going);
-    if (seen) atomicAdd(a.visits, (unsigned long long)seen);
-  }
 }
 
 bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 5 || dim == 9 || dim == 12 || dim == 16; }
@@ -219,22 +112,45 @@ int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   return int(std::min<std::size_t>(kBlock, std::size_t(o.stage_kib) * 1024 / leaf_bytes));
 }
 
-void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, cudaStream_t stream) {
-  const std::size_t shared = search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim);
+// lanes = 0: the heap kernel, one thread per key; else the register kernel, `lanes` threads per key.
+void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, int lanes, cudaStream_t stream) {
+  const std::size_t shared = lanes ? 0 : search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim);
   KNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-  kernel<<<(a.count + kBlock - 1) / kBlock, kBlock, shared, stream>>>(a);
+  const long long threads = (long long)a.count * std::max(lanes, 1);
+  kernel<<<unsigned((threads + kBlock - 1) / kBlock), kBlock, shared, stream>>>(a);
   KNN_CUDA_CHECK_LAUNCH();
 }
 
-template <int DIM, int... More>
-void dispatch(const SearchArgs& a, cudaStream_t stream) {  // the compiled-in k (compiled_dim), else k = 0
-  if constexpr (DIM == 0) {
-    launch_kernel(search_kernel<0>, a, stream);
-  } else if (a.t.dim != DIM) {
-    dispatch<More...>(a, stream);
-  } else {
-    launch_kernel(search_kernel<DIM>, a, stream);
+template <int DIM>
+void launch_search(const SearchArgs& a, int lanes, cudaStream_t stream) {
+  switch (lanes) {
+    case 0: return launch_kernel(kd::search_kernel<DIM>, a, 0, stream);
+    case 1: return launch_kernel(kd::nearest_kernel<DIM, 1>, a, 1, stream);
+    case 2: return launch_kernel(kd::nearest_kernel<DIM, 2>, a, 2, stream);
+    case 4: return launch_kernel(kd::nearest_kernel<DIM, 4>, a, 4, stream);
+    default: return launch_kernel(kd::nearest_kernel<DIM, 8>, a, 8, stream);
   }
+}
+
+template <int DIM, int... More>
+void dispatch(const SearchArgs& a, int lanes, cudaStream_t stream) {  // the compiled-in k (compiled_dim), else k = 0
+  if constexpr (DIM == 0) {
+    launch_search<0>(a, lanes, stream);
+  } else if (a.t.dim != DIM) {
+    dispatch<More...>(a, lanes, stream);
+  } else {
+    launch_search<DIM>(a, lanes, stream);
+  }
+}
+
+// Lanes per query of the register kernel: the knob's, else the fewest of 1, 2, 4, 8 that give the wave
+// twice the threads the device holds at once; never past 2^31 threads.
+int lanes_for(const Options& o, long long count, long long resident) {
+  int lanes = o.lanes;
+  if (lanes == 0)
+    for (lanes = 1; lanes < 8 && count * lanes < 2 * resident;) lanes *= 2;
+  while (lanes > 1 && count * lanes > 0x7fffffffLL) lanes /= 2;
+  return lanes;
 }
 
 std::optional<std::string> limits(const knn::Problem& p, std::size_t optin) {
@@ -291,7 +207,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, stream);
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();
-  const TreeView view = kd::view_of(tree);
+  TreeView view = kd::view_of(tree);
+  if (!o.cell) view.cell_lo = view.cell_hi = nullptr;
   timer.begin("search");
   kd::natural_leaf_kernel<<<(p.m + 255) / 256, 256, 0, stream>>>(view, queries, p.m, keys[0].data());
   KNN_CUDA_CHECK_LAUNCH();
@@ -299,6 +216,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
 
   const int leaf_bits = plan.levels + 1;  // leaves + 1 sentinel values
   const int stage = stage_leaves_for(o, plan, p.dim);
+  const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
+  int per_sm = 0;
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  const long long resident = (long long)per_sm * std::max(ctx.env.devices[0].sm_count, 1);
+  std::string lanes_trace;
   // keys[cur] holds `items` keys, the `count` active ones first unless finished ones sit among them.
   int cur = 0, items = p.m, count = p.m, sorted_waves = 0;
   std::vector<int> active;
@@ -330,7 +252,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     SearchArgs a{view, queries, p.topk, count, sort ? stage : 0, p.self_join, o.box, active.empty(), to_end,
                  o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data(),
                  visits.data()};
-    dispatch<1, 2, 3, 5, 9, 12, 16, 0>(a, stream);
+    const int lanes = nearest ? lanes_for(o, count, resident) : 0;
+    if (nearest && active.size() < 48) lanes_trace += fmt::format("{}{}", active.empty() ? "" : " ", lanes);
+    dispatch<1, 2, 3, 5, 9, 12, 16, 0>(a, lanes, stream);
     KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data(), remaining.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
     timer.end();
     stream.synchronize();
@@ -350,15 +274,17 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   for (std::size_t w = 0; w < active.size() && w < 48; ++w) trace += fmt::format("{}{}", w ? " " : "", active[w]);
   if (active.size() > 48) trace += " ...";
   ctx.path = fmt::format(
-      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
-      "leaves per query {:.2f}; active per wave: {}",
+      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test{}, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
+      "leaves per query {:.2f}; {}; active per wave: {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
-      plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median",
+      plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median", o.cell ? " after the cell test" : "",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
       o.final_steps ? fmt::format("on (the last kernel below {} active queries)", (long long)plan.leaves * o.tail) : "off",
       o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
-      sorted_waves, double(*visits_host.data()) / p.m, trace);
+      sorted_waves, double(*visits_host.data()) / p.m,
+      nearest ? "nearest pair in registers, lanes per query per wave: " + lanes_trace : std::string("top-k heaps in shared memory"),
+      trace);
 }
 
 std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment&) {

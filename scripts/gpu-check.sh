@@ -55,6 +55,14 @@
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
 #                                 -> v16/{trees-100,seeds}-{a,b}.*, v16/*-tail{1,64}.*, v16/seeds-200-412.*
+#   v16nn       v16's pair in registers for topk = 1 (KNN_V16_NEAREST, KNN_V16_LANES) and its cell test
+#               (KNN_V16_CELL): v16's tests, cases 100 and 102 (trees.json) twice each at the defaults,
+#               without the pair and without the cell test, once with 2 lanes and once with leaf 128, v11
+#               beside v16 on them, cases 200, 405 and 409 with and without the cell test, and (when ncu is
+#               installed) the source counters of case 100's first two waves
+#                 -> v16nn/{trees,trees-heaps,trees-nocell}-{a,b}.*, v16nn/trees-{lanes2,leaf128,v11}.*,
+#                    v16nn/seeds{,-nocell}.*,
+#                    v16nn/ncu-100-wave{0,1}-src.csv, tests.log
 #   gpuall      every GPU test (Gpu*) and v15's and v16's CPU tests in one knn_tests process (faster than
 #               ctest's process per test)                                       -> gpu-tests.log
 #   profile     Nsight Compute (when installed): every kernel's duration in one call of v16 on cases 100
@@ -86,7 +94,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v16|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v16|v16nn|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -301,6 +309,36 @@ for step in "${steps[@]}"; do
       done
       measure "$OUT/v16/seeds-200-412" -- --config configs/seeds.json --case 200,412 --version v16 \
         --validate-queries 8192 --max-time 2
+      ;;
+    v16nn)
+      mkdir -p "$OUT/v16nn"
+      gtests "$OUT/v16nn/tests.log" '*V16*' "v16: its tests"
+      trees=(--config configs/trees.json --case 100,102 --version v16 --validate-queries 8192)
+      for run in a b; do
+        measure "$OUT/v16nn/trees-$run" -- "${trees[@]}"
+        measure "$OUT/v16nn/trees-heaps-$run" KNN_V16_NEAREST=0 -- "${trees[@]}"
+        measure "$OUT/v16nn/trees-nocell-$run" KNN_V16_CELL=0 -- "${trees[@]}"
+      done
+      measure "$OUT/v16nn/trees-lanes2" KNN_V16_LANES=2 -- "${trees[@]}"
+      measure "$OUT/v16nn/trees-leaf128" KNN_V16_LEAF=128 -- "${trees[@]}"
+      measure "$OUT/v16nn/trees-v11" -- --config configs/trees.json --case 100,102 --version v11,v16 \
+        --validate-queries 8192 --max-time 2
+      seeds=(--config configs/seeds.json --case 200,405,409 --version v16 --validate-queries 8192 --max-time 3)
+      measure "$OUT/v16nn/seeds" -- "${seeds[@]}"
+      measure "$OUT/v16nn/seeds-nocell" KNN_V16_CELL=0 -- "${seeds[@]}"
+      if command -v ncu >/dev/null 2>&1; then
+        log "ncu: source counters of case 100's first two search waves"
+        for wave in 0 1; do
+          ncu --clock-control none -k regex:nearest_kernel -s $wave -c 1 --section SourceCounters \
+            --section WarpStateStats --section SpeedOfLight --section Occupancy --import-source yes \
+            -o "$OUT/v16nn/w$wave" "$bin" --config configs/trees.json --case 100 --version v16 --warmup 0 \
+            --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate --quiet >/dev/null 2>&1 || status=1
+          ncu -i "$OUT/v16nn/w$wave.ncu-rep" --page details >"$OUT/v16nn/ncu-100-wave$wave.txt" 2>&1 || status=1
+          ncu -i "$OUT/v16nn/w$wave.ncu-rep" --page source --csv --print-source cuda,sass \
+            >"$OUT/v16nn/ncu-100-wave$wave-src.csv" 2>&1 || status=1
+          rm -f "$OUT/v16nn/w$wave.ncu-rep"
+        done
+      fi
       ;;
     filtertopk)
       mkdir -p "$OUT/filtertopk"

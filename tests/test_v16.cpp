@@ -34,7 +34,7 @@ const DeviceDiscovery& discovery() {
 
 // The knob settings a case runs under (empty: the variable unset).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, cell;
 };
 
 const std::vector<Knobs>& knob_settings() {
@@ -50,16 +50,24 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf8_scalar_rows", "8", "", "", "", "", "0"},
       {"leaf8_tail64", "8", "", "", "", "", "", "64"},
       {"leaf8_tail1", "8", "", "", "", "", "", "1"},
+      {"leaf8_heaps_only", "8", "", "", "", "", "", "", "0"},
+      {"leaf16_lanes2", "16", "", "", "", "", "", "", "", "2"},
+      {"leaf8_lanes4_median", "8", "median", "", "", "", "", "", "", "4"},
+      {"leaf32_lanes8_scalar", "32", "", "", "", "", "0", "", "", "8"},
+      {"leaf4_lanes8_nofinal", "4", "", "", "0", "", "", "", "", "8"},
+      {"leaf8_no_cell", "8", "", "", "", "", "", "", "", "", "0"},
+      {"leaf16_median_no_cell_lanes2", "16", "median", "", "", "", "", "", "", "2", "0"},
   };
   return k;
 }
 
 struct ScopedKnobs {
-  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage, vec, tail;
+  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, cell;
   explicit ScopedKnobs(const Knobs& k)
       : leaf("KNN_V16_LEAF", k.leaf), test("KNN_V16_TEST", k.test), sort("KNN_V16_SORT", k.sort),
         final_steps("KNN_V16_FINAL", k.final_steps), stage("KNN_V16_STAGE_KIB", k.stage), vec("KNN_V16_VEC", k.vec),
-        tail("KNN_V16_TAIL", k.tail) {}
+        tail("KNN_V16_TAIL", k.tail), nearest("KNN_V16_NEAREST", k.nearest), lanes("KNN_V16_LANES", k.lanes),
+        cell("KNN_V16_CELL", k.cell) {}
 };
 
 using V16Case = knn::testing::RowCase;
@@ -92,6 +100,17 @@ std::vector<V16Case> v16_cases() {
     out.push_back({fmt::format("k{}_ties", dim), dim, 700, 3000, 7, false, Distribution::integers, 10});
   }
   for (int dim : {20, 33}) out.push_back({fmt::format("k{}_uniform", dim), dim, 500, 3000, 5});
+  // topk = 1 (the pair in registers unless a self-join): ties, duplicates, leaf sizes, every compiled k.
+  for (int dim : {1, 2, 3, 4, 5, 9, 12, 16, 20}) {
+    out.push_back({fmt::format("nn_k{}_uniform", dim), dim, 900, 4000, 1});
+    out.push_back({fmt::format("nn_k{}_ties", dim), dim, 900, 4000, 1, false, Distribution::integers, 3});
+  }
+  for (int n : {1, 2, 31, 255, 257, 1023}) out.push_back({fmt::format("nn_n{}", n), 3, 600, n, 1});
+  out.push_back({"nn_identical", 3, 200, 300, 1, false, Distribution::uniform, kDefaultIntegerMax, true});
+  out.push_back({"nn_duplicates", 3, 2000, 6000, 1, false, Distribution::duplicates});
+  out.push_back({"nn_clusters", 3, 5000, 30000, 1, false, Distribution::clusters});
+  out.push_back({"nn_m_large", 3, 30000, 700, 1});
+  out.push_back({"nn_self", 3, 3000, 3000, 1, true, Distribution::integers, 5});
   return out;
 }
 
@@ -111,11 +130,17 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   const ScopedKnobs set(knobs);
   const std::string path = check_against_v0(c);
   if (!knobs.leaf.empty()) EXPECT_NE(path.find("KNN_V16_LEAF=" + knobs.leaf), std::string::npos) << path;
-  EXPECT_NE(path.find(knobs.test == "median" ? "median test" : "box test"), std::string::npos) << path;
+  const std::string test = knobs.test == "median" ? "median test" : "box test";
+  EXPECT_NE(path.find(knobs.cell == "0" ? test + "," : test + " after the cell test"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.sort == "0" ? "unsorted" : "sorted by leaf"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.final_steps == "0" ? "final steps off" : "final steps on"), std::string::npos) << path;
   if (!knobs.stage.empty()) EXPECT_NE(path.find("KNN_V16_STAGE_KIB=" + knobs.stage), std::string::npos) << path;
   if (!knobs.tail.empty()) EXPECT_NE(path.find("KNN_V16_TAIL=" + knobs.tail), std::string::npos) << path;
+  // The pair in registers for topk = 1 without a self-join, unless turned off or leaves are staged.
+  const bool registers = c.topk == 1 && !c.self_join && knobs.nearest != "0" && knobs.stage.empty();
+  EXPECT_NE(path.find(registers ? "nearest pair in registers" : "top-k heaps in shared memory"), std::string::npos) << path;
+  if (registers && !knobs.lanes.empty())
+    EXPECT_NE(path.find("lanes per query per wave: " + knobs.lanes), std::string::npos) << path;
   // Rows as float4 groups wherever k is compiled in, unless KNN_V16_VEC=0.
   const bool compiled = path.find("compiled in") != std::string::npos;
   EXPECT_NE(path.find(knobs.vec != "0" && compiled ? "rows read as float4 groups" : "rows read one float at a time"),
@@ -193,7 +218,8 @@ TEST(V16Supports, KnobsAndLimits) {
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
            {"KNN_V16_LEAF", "0"}, {"KNN_V16_LEAF", "x"}, {"KNN_V16_LEAF", "9000"}, {"KNN_V16_SORT", "2"},
            {"KNN_V16_FINAL", "yes"}, {"KNN_V16_TEST", "plane"}, {"KNN_V16_STAGE_KIB", "161"},
-           {"KNN_V16_VEC", "2"}, {"KNN_V16_TAIL", "0"}}) {
+           {"KNN_V16_VEC", "2"}, {"KNN_V16_TAIL", "0"}, {"KNN_V16_NEAREST", "2"}, {"KNN_V16_LANES", "3"},
+           {"KNN_V16_LANES", "16"}, {"KNN_V16_CELL", "on"}}) {
     const knn::testing::ScopedEnv forced(name, bad);
     const auto reason = v->supports(p, env);
     ASSERT_TRUE(reason.has_value()) << name << "=" << bad;

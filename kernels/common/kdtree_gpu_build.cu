@@ -133,6 +133,30 @@ __global__ void split_kernel(const float* __restrict__ points, int dim, std::int
   split[first_node + j] = points[(j * seg + seg / 2) * dim + split_dim[first_node + j]];
 }
 
+// Leaf j's cell: the path from the root follows j's bits, most significant first (1: right child).
+__global__ void cells_kernel(const std::int32_t* __restrict__ split_dim, const float* __restrict__ split, int levels,
+                             int dim, std::int64_t leaves, float* __restrict__ cell_lo, float* __restrict__ cell_hi) {
+  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (j >= leaves) return;
+  float* lo = cell_lo + j * dim;
+  float* hi = cell_hi + j * dim;
+  for (int k = 0; k < dim; ++k) lo[k] = -INFINITY, hi[k] = INFINITY;
+  bool nan = false;
+  for (std::int64_t level = 0, v = 0; level < levels; ++level) {
+    const bool right = ((j >> (levels - 1 - level)) & 1) != 0;
+    const int d = split_dim[v];
+    const float s = split[v];
+    nan = nan || s != s;
+    if (right)
+      lo[d] = fmaxf(lo[d], s);
+    else
+      hi[d] = fminf(hi[d], s);
+    v = 2 * v + (right ? 2 : 1);
+  }
+  if (nan)
+    for (int k = 0; k < dim; ++k) lo[k] = INFINITY, hi[k] = -INFINITY;
+}
+
 __global__ void decode_kernel(unsigned* values, std::int64_t count) {
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < count;
        e += std::int64_t(gridDim.x) * blockDim.x)
@@ -160,7 +184,8 @@ void boxes(const DeviceKdTree& t, const float* points, const std::int32_t* index
 
 std::size_t device_bytes(const LeafPlan& plan, int dim) {
   const std::size_t padded = std::size_t(plan.padded()), nodes = std::size_t(plan.nodes());
-  const std::size_t tree = padded * (dim * sizeof(float) + sizeof(std::int32_t)) + nodes * 2 * dim * sizeof(float) +
+  const std::size_t tree = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
+                           (nodes + std::size_t(plan.leaves)) * 2 * dim * sizeof(float) +
                            std::size_t(plan.leaves) * (sizeof(std::int32_t) + sizeof(float));
   const std::size_t scratch = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
                               padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20);
@@ -178,6 +203,8 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cu
   t.hi = cuda::StreamBuffer<float>(std::size_t(nodes) * dim, stream);
   t.split_dim = cuda::StreamBuffer<std::int32_t>(std::size_t(plan.leaves), stream);
   t.split = cuda::StreamBuffer<float>(std::size_t(plan.leaves), stream);
+  t.cell_lo = cuda::StreamBuffer<float>(std::size_t(plan.leaves) * dim, stream);
+  t.cell_hi = cuda::StreamBuffer<float>(std::size_t(plan.leaves) * dim, stream);
   cuda::StreamBuffer<float> other_points(std::size_t(padded) * dim, stream);
   cuda::StreamBuffer<std::int32_t> other_index(std::size_t(padded), stream);
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
@@ -223,6 +250,9 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cu
   decode_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.lo.data()), nodes * dim);
   KNN_CUDA_CHECK_LAUNCH();
   decode_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.hi.data()), nodes * dim);
+  KNN_CUDA_CHECK_LAUNCH();
+  cells_kernel<<<grid_for(plan.leaves), kThreads, 0, stream>>>(t.split_dim.data(), t.split.data(), plan.levels, dim,
+                                                               plan.leaves, t.cell_lo.data(), t.cell_hi.data());
   KNN_CUDA_CHECK_LAUNCH();
   if (cur_points != t.points.data()) {  // an odd number of levels: the rows sit in the other pair
     std::swap(t.points, other_points);

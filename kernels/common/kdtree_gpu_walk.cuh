@@ -24,6 +24,8 @@ struct TreeView {
   const float* __restrict__ hi;
   const std::int32_t* __restrict__ split_dim;
   const float* __restrict__ split;
+  const float* __restrict__ cell_lo;  // the leaves' cells (kdtree_gpu_build.hpp), or null: no cell test
+  const float* __restrict__ cell_hi;
   int leaves, leaf_size, dim;
 };
 
@@ -43,14 +45,30 @@ struct Query {
     if constexpr (DIM > 0) return q[k];
     return __ldg(row + k);
   }
-  __device__ __forceinline__ float coord(int k) const { return __ldg(row + k); }  // a run-time k
+  // Coordinate k known only at run time: picked from the registers for small DIM (selects, no load).
+  __device__ __forceinline__ float coord(int k) const {
+    if constexpr (DIM > 0 && DIM <= 8) {
+      float v = q[0];
+#pragma unroll
+      for (int j = 1; j < DIM; ++j) v = k == j ? q[j] : v;
+      return v;
+    }
+    return __ldg(row + k);
+  }
 };
+
+// A row's squared distance, v0's sums in v0's order. It starts from the first square alone: v0 adds
+// that to 0, which leaves a square (never -0) unchanged, so the sums are equal bit for bit.
+__device__ __forceinline__ float first_square(float a, float b) {
+  const float e = __fsub_rn(a, b);
+  return __fmul_rn(e, e);
+}
 
 template <int DIM>
 __device__ __forceinline__ float row_distance(const Query<DIM>& q, const float* r, int dim) {
-  float d = 0.f;
+  float d = first_square(q.at(0), r[0]);
 #pragma unroll
-  for (int k = 0; k < (DIM > 0 ? DIM : dim); ++k) d = tgpu::add_square(d, q.at(k), r[k]);
+  for (int k = 1; k < (DIM > 0 ? DIM : dim); ++k) d = tgpu::add_square(d, q.at(k), r[k]);
   return d;
 }
 
@@ -75,37 +93,43 @@ __device__ __forceinline__ float staged_distance(const Query<DIM>& q, const floa
   }
 }
 
-// Rows of a leaf read G at a time as whole float4s, G = 4 / gcd(DIM, 4) (4 rows of 3, 5 or 9
-// coordinates, 2 of 2, 1 of 4, 12 or 16): G·DIM/4 16-byte loads instead of G·DIM 4-byte ones. Only
-// from a 16-byte aligned leaf (the leaf's first float a multiple of 4); the distances, their order
-// and the offers are the scalar loop's. Returns the rows done (a multiple of G; 0 when unaligned).
-// (Loading the next group before this group's distances measured slower at k = 5 and 9 on an H100:
-// twice the registers.)
-template <int DIM>
-__device__ __forceinline__ int scan_row_groups(const Query<DIM>& q, const float* rows, const std::int32_t* ids, int S,
-                                               bool self_join, int qid, knn::gpu::SharedTopK& list) {
-  constexpr int G = DIM % 4 == 0 ? 1 : DIM % 2 == 0 ? 2 : 4, V = G * DIM / 4;
-  if ((reinterpret_cast<std::uintptr_t>(rows) & 15) != 0) return 0;
-  const float4* g = reinterpret_cast<const float4*>(rows);
+// Lane `lane` of L hands its share of leaf `leaf` to offer(distance, tree row), in the row order of
+// the leaf within the share. With `vec` and k compiled in, from a 16-byte aligned leaf, rows go G at a
+// time as whole float4s, G = 4 / gcd(DIM, 4) (4 rows of 3, 5 or 9 coordinates, 2 of 2, 1 of 4, 12 or
+// 16): G·DIM/4 16-byte loads instead of G·DIM 4-byte ones; lane takes groups lane, lane + L, ....
+// The rest go one row at a time. The distances are row_distance's either way. (Loading the next group
+// before this group's distances measured slower at k = 5 and 9 on an H100: twice the registers.)
+template <int DIM, int L, typename Offer>
+__device__ __forceinline__ void scan_share(const TreeView& t, const Query<DIM>& q, int leaf, int lane, bool vec, Offer&& offer) {
+  const int S = t.leaf_size, dim = DIM > 0 ? DIM : t.dim, first = leaf * S;
+  const float* rows = t.points + std::size_t(first) * dim;
   int r = 0;
-  for (; r + G <= S; r += G, g += V) {
-    float v[4 * V];
+  if constexpr (DIM > 0) {
+    constexpr int G = DIM % 4 == 0 ? 1 : DIM % 2 == 0 ? 2 : 4, V = G * DIM / 4;
+    if (vec && (reinterpret_cast<std::uintptr_t>(rows) & 15) == 0) {
+      const float4* g = reinterpret_cast<const float4*>(rows);
+      const int groups = S / G;
+      for (int x = lane; x < groups; x += L) {
+        float v[4 * V];
 #pragma unroll
-    for (int c = 0; c < V; ++c) {
-      const float4 x = __ldg(g + c);
-      v[4 * c] = x.x, v[4 * c + 1] = x.y, v[4 * c + 2] = x.z, v[4 * c + 3] = x.w;
-    }
+        for (int c = 0; c < V; ++c) {
+          const float4 f = __ldg(g + std::size_t(x) * V + c);
+          v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
+        }
 #pragma unroll
-    for (int j = 0; j < G; ++j) {
-      float d = 0.f;
+        for (int j = 0; j < G; ++j) {
+          float d = first_square(q.q[0], v[j * DIM]);
 #pragma unroll
-      for (int k = 0; k < DIM; ++k) d = tgpu::add_square(d, q.q[k], v[j * DIM + k]);
-      if (!(d <= list.worst_distance())) continue;  // the index is read only for a candidate
-      const std::int32_t id = __ldg(ids + r + j);
-      if (id >= 0 && !(self_join && id == qid)) list.offer(d, id);
+          for (int k = 1; k < DIM; ++k) d = tgpu::add_square(d, q.q[k], v[j * DIM + k]);
+          offer(d, first + x * G + j);
+        }
+      }
+      r = groups * G;
     }
   }
-  return r;
+  for (r += lane; r < S; r += L) {
+    offer(row_distance(q, rows + std::size_t(r) * dim, dim), first + r);
+  }
 }
 
 // True when no point of node `node` (child of a parent whose split is (qv, sp) for this query; `far`:
@@ -128,11 +152,31 @@ __device__ __forceinline__ bool excluded(const TreeView& t, const Query<DIM>& q,
   return sum > worst;
 }
 
+// True when the query lies in leaf `leaf`'s cell and its ball of squared radius `worst` stays inside:
+// every plane that bounds the cell is farther than `worst` (v0's roundings) on the query's side. Then
+// every ancestor's plane is too (the cell's faces are the nearest of them, and the rounded gap grows
+// with the exact one), so the climb in next_leaf would exclude every far sibling by the plane alone
+// and end at the root: the query is done, and one test of 2 x dim values replaces the climb.
+template <int DIM>
+__device__ __forceinline__ bool inside_cell(const TreeView& t, const Query<DIM>& q, int leaf, float worst) {
+  const float* lo = t.cell_lo + std::size_t(leaf) * t.dim;
+  const float* hi = t.cell_hi + std::size_t(leaf) * t.dim;
+  bool inside = true;
+#pragma unroll
+  for (int k = 0; k < (DIM > 0 ? DIM : t.dim); ++k) {
+    const float x = q.at(k), l = __ldg(lo + k), h = __ldg(hi + k);
+    const float below = __fsub_rn(x, l), above = __fsub_rn(x, h);
+    inside = inside && x >= l && x < h && __fmul_rn(below, below) > worst && __fmul_rn(above, above) > worst;
+  }
+  return inside;
+}
+
 // The leaf after `leaf` in the query's near-first depth-first order, skipping excluded subtrees, or
 // -1. Stack-free: the implicit tree gives the parent, and the query's side of each split tells
 // whether a node was its parent's near child (its far sibling is still to visit) or the far one.
 template <int DIM>
 __device__ int next_leaf(const TreeView& t, const Query<DIM>& q, int leaf, float worst, bool box) {
+  if (t.cell_lo != nullptr && inside_cell(t, q, leaf, worst)) return -1;
   const int first_leaf = t.leaves - 1;
   int v = first_leaf + leaf;
   for (;;) {
@@ -183,8 +227,8 @@ struct StillActive {
 };
 
 inline TreeView view_of(const DeviceKdTree& t) {
-  return {t.points.data(), t.index.data(), t.lo.data(),    t.hi.data(),
-          t.split_dim.data(), t.split.data(), int(t.plan.leaves), int(t.plan.leaf_size), t.dim};
+  return {t.points.data(),    t.index.data(), t.lo.data(),      t.hi.data(),           t.split_dim.data(),
+          t.split.data(),     t.cell_lo.data(), t.cell_hi.data(), int(t.plan.leaves), int(t.plan.leaf_size), t.dim};
 }
 
 }  // namespace knn::kd
