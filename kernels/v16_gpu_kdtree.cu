@@ -16,8 +16,7 @@
 // active queries; default 16, measured on an H100; 1 is the thesis's rule), KNN_V16_VEC=0|1 (leaf rows
 // read one float at a time, or as float4 groups: default 1), KNN_V16_NEAREST=0|1 (topk = 1 without a
 // self-join: the pair in registers, kdtree_gpu_waves.cuh; default 1), KNN_V16_LANES (its lanes per
-// query: 1, 2, 4, 8, or 0: by the wave's size, the default), KNN_V16_CELL=0|1 (the walk first tests
-// whether the query's ball lies inside its leaf's cell: default 1), KNN_V16_STAGE_KIB
+// query: 1, 2, 4, 8, or 0: by the wave's size, the default), KNN_V16_STAGE_KIB
 // (shared memory for staged leaves, 0-160, default 0: on an H100 the sorted warps read a shared leaf
 // through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's,
 // ties included.
@@ -63,7 +62,6 @@ struct Options {
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
   bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_nearest.cuh)
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
-  bool cell = true;     // a query whose ball lies inside its leaf's cell is done without climbing
   std::string source;  // which knobs came from the environment
 };
 
@@ -84,7 +82,6 @@ Options options_from_environment() {
   o.vec = knob("KNN_V16_VEC", 1, 0, 1, o.source);
   o.nearest = knob("KNN_V16_NEAREST", 1, 0, 1, o.source) != 0;
   o.lanes = knob("KNN_V16_LANES", 0, 0, 8, o.source);
-  o.cell = knob("KNN_V16_CELL", 1, 0, 1, o.source) != 0;
   if (o.lanes & (o.lanes - 1))
     throw std::invalid_argument(fmt::format("v16: KNN_V16_LANES = '{}': must be 0 (by the wave's size), 1, 2, 4 or 8", o.lanes));
   if (const char* t = std::getenv("KNN_V16_TEST"); t != nullptr && *t != '\0') {
@@ -207,8 +204,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, stream);
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();
-  TreeView view = kd::view_of(tree);
-  if (!o.cell) view.cell_lo = view.cell_hi = nullptr;
+  const TreeView view = kd::view_of(tree);
   timer.begin("search");
   kd::natural_leaf_kernel<<<(p.m + 255) / 256, 256, 0, stream>>>(view, queries, p.m, keys[0].data());
   KNN_CUDA_CHECK_LAUNCH();
@@ -270,14 +266,19 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   timer.end();
   stream.synchronize();
   timer.report(ctx.timing);
+  // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
+  // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plot_waves.py).
   std::string trace;
-  for (std::size_t w = 0; w < active.size() && w < 48; ++w) trace += fmt::format("{}{}", w ? " " : "", active[w]);
-  if (active.size() > 48) trace += " ...";
+  for (std::size_t w = 0, shown = 0; w < active.size(); ++w) {
+    if (active.size() > 120 && w >= 40 && w + 1 < active.size() && w < shown + std::max<std::size_t>(1, shown / 20)) continue;
+    trace += fmt::format("{}{}:{}", trace.empty() ? "" : " ", w + 1, active[w]);
+    shown = w;
+  }
   ctx.path = fmt::format(
-      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test{}, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
-      "leaves per query {:.2f}; {}; active per wave: {}",
+      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
+      "leaves per query {:.2f}; {}; active per wave (wave:queries): {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
-      plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median", o.cell ? " after the cell test" : "",
+      plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
       o.final_steps ? fmt::format("on (the last kernel below {} active queries)", (long long)plan.leaves * o.tail) : "off",
       o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",

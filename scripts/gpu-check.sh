@@ -55,14 +55,18 @@
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
 #                                 -> v16/{trees-100,seeds}-{a,b}.*, v16/*-tail{1,64}.*, v16/seeds-200-412.*
-#   v16nn       v16's pair in registers for topk = 1 (KNN_V16_NEAREST, KNN_V16_LANES) and its cell test
-#               (KNN_V16_CELL): v16's tests, cases 100 and 102 (trees.json) twice each at the defaults,
-#               without the pair and without the cell test, once with 2 lanes and once with leaf 128, v11
-#               beside v16 on them, cases 200, 405 and 409 with and without the cell test, and (when ncu is
-#               installed) the source counters of case 100's first two waves
-#                 -> v16nn/{trees,trees-heaps,trees-nocell}-{a,b}.*, v16nn/trees-{lanes2,leaf128,v11}.*,
-#                    v16nn/seeds{,-nocell}.*,
+#   v16nn       v16's pair in registers for topk = 1 (KNN_V16_NEAREST, KNN_V16_LANES): v16's tests, cases 100
+#               and 102 (trees.json) twice each at the defaults and without the pair, once each with the
+#               last kernel below 32 and 64 x leaves active queries, with 2 lanes and with leaf 128, v11
+#               beside v16 on them, cases 200, 405 and 409 at the defaults, and (when ncu is installed)
+#               the source counters of case 100's first two waves
+#                 -> v16nn/{trees,trees-heaps}-{a,b}.*, v16nn/trees-{tail32,tail64,lanes2,leaf128,v11}.*,
+#                    v16nn/seeds.*,
 #                    v16nn/ncu-100-wave{0,1}-src.csv, tests.log
+#   v16waves    seed 004's Figures 19-21 for v16: configs/v16-waves.json (d = 5, 10, 20) with the box and the
+#               median test and every wave sorted (KNN_V16_FINAL=0), one call each, 512 queries validated,
+#               WAVES_LIMIT s per process (default 120); v16's tests first unless WAVES_TESTS=0
+#                                  -> v16waves/waves-{box,median}.*, tests.log
 #   gpuall      every GPU test (Gpu*) and v15's and v16's CPU tests in one knn_tests process (faster than
 #               ctest's process per test)                                       -> gpu-tests.log
 #   profile     Nsight Compute (when installed): every kernel's duration in one call of v16 on cases 100
@@ -94,7 +98,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v16|v16nn|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -317,15 +321,14 @@ for step in "${steps[@]}"; do
       for run in a b; do
         measure "$OUT/v16nn/trees-$run" -- "${trees[@]}"
         measure "$OUT/v16nn/trees-heaps-$run" KNN_V16_NEAREST=0 -- "${trees[@]}"
-        measure "$OUT/v16nn/trees-nocell-$run" KNN_V16_CELL=0 -- "${trees[@]}"
       done
+      for tail in 32 64; do measure "$OUT/v16nn/trees-tail$tail" KNN_V16_TAIL=$tail -- "${trees[@]}"; done
       measure "$OUT/v16nn/trees-lanes2" KNN_V16_LANES=2 -- "${trees[@]}"
       measure "$OUT/v16nn/trees-leaf128" KNN_V16_LEAF=128 -- "${trees[@]}"
       measure "$OUT/v16nn/trees-v11" -- --config configs/trees.json --case 100,102 --version v11,v16 \
         --validate-queries 8192 --max-time 2
       seeds=(--config configs/seeds.json --case 200,405,409 --version v16 --validate-queries 8192 --max-time 3)
       measure "$OUT/v16nn/seeds" -- "${seeds[@]}"
-      measure "$OUT/v16nn/seeds-nocell" KNN_V16_CELL=0 -- "${seeds[@]}"
       if command -v ncu >/dev/null 2>&1; then
         log "ncu: source counters of case 100's first two search waves"
         for wave in 0 1; do
@@ -339,6 +342,18 @@ for step in "${steps[@]}"; do
           rm -f "$OUT/v16nn/w$wave.ncu-rep"
         done
       fi
+      ;;
+    v16waves)
+      mkdir -p "$OUT/v16waves"
+      [ "${WAVES_TESTS:-1}" = 0 ] || gtests "$OUT/v16waves/tests.log" '*V16*' "v16: its tests"
+      for t in box median; do
+        log "v16 waves, $t test (every wave sorted)"
+        KNN_V16_TEST=$t KNN_V16_FINAL=0 timeout "${WAVES_LIMIT:-120}" "$bin" --config configs/v16-waves.json \
+          --version v16 --validate-queries 512 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 \
+          --json "$OUT/v16waves/waves-$t.json" --md "$OUT/v16waves/waves-$t.md" >"$OUT/v16waves/waves-$t.log" 2>&1 ||
+          { log "waves, $t test: exit $? (124: past WAVES_LIMIT; the finished cases are in the JSON)"; status=1; }
+        sed -n '/^Median wall time/,$p' "$OUT/v16waves/waves-$t.log"
+      done
       ;;
     filtertopk)
       mkdir -p "$OUT/filtertopk"

@@ -158,6 +158,20 @@ for label in v0 v14 v15 v16 v17 "m (queries)" "k=8 n=1000 topk=5 integers"; do
   grep -qF -- ">$label<" "$tmp/sweep.svg" || bad "plot_sweep.py: the SVG lacks '$label'"
 done
 
+# scripts/plot_waves.py: one line per (k, test) of the committed wave study, and exit 2 on a file
+# without a wave trace (v16's results from before the trace).
+waves=$res/v16/waves-all
+"$python" "$src/scripts/plot_waves.py" "$waves/waves-box.json" "$waves/waves-median.json" -o "$tmp/waves.svg" >/dev/null ||
+  bad "plot_waves.py exited $?"
+for label in "d = 5, box test: 42 waves, 7.43 leaves/query" "d = 20, median test: 4096 waves, 4096.00 leaves/query" "active queries"; do
+  grep -qF -- ">$label<" "$tmp/waves.svg" || bad "plot_waves.py: the SVG lacks '$label'"
+done
+set +e
+"$python" "$src/scripts/plot_waves.py" "$res/v16/trees-100.json" -o "$tmp/none.svg" >/dev/null 2>&1
+code=$?
+set -e
+[[ $code -eq 2 ]] || bad "plot_waves.py on results without a wave trace exited $code, not 2"
+
 if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1

@@ -34,7 +34,7 @@ const DeviceDiscovery& discovery() {
 
 // The knob settings a case runs under (empty: the variable unset).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, cell;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes;
 };
 
 const std::vector<Knobs>& knob_settings() {
@@ -55,19 +55,17 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf8_lanes4_median", "8", "median", "", "", "", "", "", "", "4"},
       {"leaf32_lanes8_scalar", "32", "", "", "", "", "0", "", "", "8"},
       {"leaf4_lanes8_nofinal", "4", "", "", "0", "", "", "", "", "8"},
-      {"leaf8_no_cell", "8", "", "", "", "", "", "", "", "", "0"},
-      {"leaf16_median_no_cell_lanes2", "16", "median", "", "", "", "", "", "", "2", "0"},
+      {"leaf16_median_lanes2", "16", "median", "", "", "", "", "", "", "2"},
   };
   return k;
 }
 
 struct ScopedKnobs {
-  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, cell;
+  knn::testing::ScopedEnv leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes;
   explicit ScopedKnobs(const Knobs& k)
       : leaf("KNN_V16_LEAF", k.leaf), test("KNN_V16_TEST", k.test), sort("KNN_V16_SORT", k.sort),
         final_steps("KNN_V16_FINAL", k.final_steps), stage("KNN_V16_STAGE_KIB", k.stage), vec("KNN_V16_VEC", k.vec),
-        tail("KNN_V16_TAIL", k.tail), nearest("KNN_V16_NEAREST", k.nearest), lanes("KNN_V16_LANES", k.lanes),
-        cell("KNN_V16_CELL", k.cell) {}
+        tail("KNN_V16_TAIL", k.tail), nearest("KNN_V16_NEAREST", k.nearest), lanes("KNN_V16_LANES", k.lanes) {}
 };
 
 using V16Case = knn::testing::RowCase;
@@ -130,12 +128,13 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   const ScopedKnobs set(knobs);
   const std::string path = check_against_v0(c);
   if (!knobs.leaf.empty()) EXPECT_NE(path.find("KNN_V16_LEAF=" + knobs.leaf), std::string::npos) << path;
-  const std::string test = knobs.test == "median" ? "median test" : "box test";
-  EXPECT_NE(path.find(knobs.cell == "0" ? test + "," : test + " after the cell test"), std::string::npos) << path;
+  EXPECT_NE(path.find(knobs.test == "median" ? "median test" : "box test"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.sort == "0" ? "unsorted" : "sorted by leaf"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.final_steps == "0" ? "final steps off" : "final steps on"), std::string::npos) << path;
   if (!knobs.stage.empty()) EXPECT_NE(path.find("KNN_V16_STAGE_KIB=" + knobs.stage), std::string::npos) << path;
   if (!knobs.tail.empty()) EXPECT_NE(path.find("KNN_V16_TAIL=" + knobs.tail), std::string::npos) << path;
+  // The wave trace starts with every query active in wave 1.
+  EXPECT_NE(path.find(fmt::format("active per wave (wave:queries): 1:{}", c.m)), std::string::npos) << path;
   // The pair in registers for topk = 1 without a self-join, unless turned off or leaves are staged.
   const bool registers = c.topk == 1 && !c.self_join && knobs.nearest != "0" && knobs.stage.empty();
   EXPECT_NE(path.find(registers ? "nearest pair in registers" : "top-k heaps in shared memory"), std::string::npos) << path;
@@ -219,7 +218,7 @@ TEST(V16Supports, KnobsAndLimits) {
            {"KNN_V16_LEAF", "0"}, {"KNN_V16_LEAF", "x"}, {"KNN_V16_LEAF", "9000"}, {"KNN_V16_SORT", "2"},
            {"KNN_V16_FINAL", "yes"}, {"KNN_V16_TEST", "plane"}, {"KNN_V16_STAGE_KIB", "161"},
            {"KNN_V16_VEC", "2"}, {"KNN_V16_TAIL", "0"}, {"KNN_V16_NEAREST", "2"}, {"KNN_V16_LANES", "3"},
-           {"KNN_V16_LANES", "16"}, {"KNN_V16_CELL", "on"}}) {
+           {"KNN_V16_LANES", "16"}}) {
     const knn::testing::ScopedEnv forced(name, bad);
     const auto reason = v->supports(p, env);
     ASSERT_TRUE(reason.has_value()) << name << "=" << bad;

@@ -133,28 +133,16 @@ __global__ void split_kernel(const float* __restrict__ points, int dim, std::int
   split[first_node + j] = points[(j * seg + seg / 2) * dim + split_dim[first_node + j]];
 }
 
-// Leaf j's cell: the path from the root follows j's bits, most significant first (1: right child).
-__global__ void cells_kernel(const std::int32_t* __restrict__ split_dim, const float* __restrict__ split, int levels,
-                             int dim, std::int64_t leaves, float* __restrict__ cell_lo, float* __restrict__ cell_hi) {
-  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (j >= leaves) return;
-  float* lo = cell_lo + j * dim;
-  float* hi = cell_hi + j * dim;
-  for (int k = 0; k < dim; ++k) lo[k] = -INFINITY, hi[k] = INFINITY;
-  bool nan = false;
-  for (std::int64_t level = 0, v = 0; level < levels; ++level) {
-    const bool right = ((j >> (levels - 1 - level)) & 1) != 0;
-    const int d = split_dim[v];
-    const float s = split[v];
-    nan = nan || s != s;
-    if (right)
-      lo[d] = fmaxf(lo[d], s);
-    else
-      hi[d] = fminf(hi[d], s);
-    v = 2 * v + (right ? 2 : 1);
+// The decoded boxes, packed for the search (kdtree_gpu_build.hpp); padding floats are 0.
+__global__ void pack_boxes_kernel(const float* __restrict__ lo, const float* __restrict__ hi, std::int64_t nodes,
+                                  int dim, int pad, float* __restrict__ box) {
+  const std::int64_t total = nodes * 2 * pad;
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t node = e / (2 * pad);
+    const int side = int(e / pad % 2), k = int(e % pad);
+    box[e] = k < dim ? (side ? hi : lo)[node * dim + k] : 0.f;
   }
-  if (nan)
-    for (int k = 0; k < dim; ++k) lo[k] = INFINITY, hi[k] = -INFINITY;
 }
 
 __global__ void decode_kernel(unsigned* values, std::int64_t count) {
@@ -185,7 +173,7 @@ void boxes(const DeviceKdTree& t, const float* points, const std::int32_t* index
 std::size_t device_bytes(const LeafPlan& plan, int dim) {
   const std::size_t padded = std::size_t(plan.padded()), nodes = std::size_t(plan.nodes());
   const std::size_t tree = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
-                           (nodes + std::size_t(plan.leaves)) * 2 * dim * sizeof(float) +
+                           nodes * 2 * (dim + box_pad(dim)) * sizeof(float) +
                            std::size_t(plan.leaves) * (sizeof(std::int32_t) + sizeof(float));
   const std::size_t scratch = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
                               padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20);
@@ -203,8 +191,7 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cu
   t.hi = cuda::StreamBuffer<float>(std::size_t(nodes) * dim, stream);
   t.split_dim = cuda::StreamBuffer<std::int32_t>(std::size_t(plan.leaves), stream);
   t.split = cuda::StreamBuffer<float>(std::size_t(plan.leaves), stream);
-  t.cell_lo = cuda::StreamBuffer<float>(std::size_t(plan.leaves) * dim, stream);
-  t.cell_hi = cuda::StreamBuffer<float>(std::size_t(plan.leaves) * dim, stream);
+  t.box = cuda::StreamBuffer<float>(std::size_t(nodes) * 2 * box_pad(dim), stream);
   cuda::StreamBuffer<float> other_points(std::size_t(padded) * dim, stream);
   cuda::StreamBuffer<std::int32_t> other_index(std::size_t(padded), stream);
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
@@ -251,8 +238,8 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cu
   KNN_CUDA_CHECK_LAUNCH();
   decode_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.hi.data()), nodes * dim);
   KNN_CUDA_CHECK_LAUNCH();
-  cells_kernel<<<grid_for(plan.leaves), kThreads, 0, stream>>>(t.split_dim.data(), t.split.data(), plan.levels, dim,
-                                                               plan.leaves, t.cell_lo.data(), t.cell_hi.data());
+  pack_boxes_kernel<<<grid_for(nodes * 2 * box_pad(dim)), kThreads, 0, stream>>>(t.lo.data(), t.hi.data(), nodes, dim,
+                                                                                box_pad(dim), t.box.data());
   KNN_CUDA_CHECK_LAUNCH();
   if (cur_points != t.points.data()) {  // an odd number of levels: the rows sit in the other pair
     std::swap(t.points, other_points);

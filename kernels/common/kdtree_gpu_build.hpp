@@ -24,11 +24,12 @@ struct DeviceKdTree {
   cuda::StreamBuffer<float> lo, hi;        // nodes x dim: each node's box over its real rows (empty: +inf, -inf)
   cuda::StreamBuffer<std::int32_t> split_dim;  // internal nodes (at least one slot)
   cuda::StreamBuffer<float> split;             // rows of the lower half <= split <= rows of the upper half
-  // leaves x dim: each leaf's cell, the region its ancestors' planes cut out (a query goes right at a
-  // node where coordinate >= split): lo = the largest split it lies right of, hi = the smallest it lies
-  // left of, -inf / +inf where there is none; lo = +inf, hi = -inf (no query inside) where a split is NaN.
-  cuda::StreamBuffer<float> cell_lo, cell_hi;
+  // The boxes again for the search, packed: node v's lo at box + 2 v box_pad(dim), its hi box_pad(dim)
+  // floats on, each rounded up to whole float4s (one 32-byte sector per node at k <= 4).
+  cuda::StreamBuffer<float> box;
 };
+
+inline int box_pad(int dim) { return (dim + 3) / 4 * 4; }
 
 // Enqueues the build of the tree of n device rows (row-major n x dim) on `stream`.
 DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cudaStream_t stream);

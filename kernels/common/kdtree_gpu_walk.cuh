@@ -20,13 +20,10 @@ namespace tgpu = knn::tree::gpu;
 struct TreeView {
   const float* __restrict__ points;
   const std::int32_t* __restrict__ index;
-  const float* __restrict__ lo;
-  const float* __restrict__ hi;
+  const float* __restrict__ box;  // node v's box: lo at box + 2 v box_pad, hi box_pad floats on
   const std::int32_t* __restrict__ split_dim;
   const float* __restrict__ split;
-  const float* __restrict__ cell_lo;  // the leaves' cells (kdtree_gpu_build.hpp), or null: no cell test
-  const float* __restrict__ cell_hi;
-  int leaves, leaf_size, dim;
+  int leaves, leaf_size, dim, box_pad;  // box_pad: dim rounded up to whole float4s
 };
 
 // A query's coordinates: in registers when DIM > 0 (compiled in), else read from its row.
@@ -144,31 +141,21 @@ __device__ __forceinline__ bool excluded(const TreeView& t, const Query<DIM>& q,
     const float gap = __fsub_rn(qv, sp);
     if (!box || __fmul_rn(gap, gap) > worst) return __fmul_rn(gap, gap) > worst;
   }
-  const float* lo = t.lo + std::size_t(node) * t.dim;
-  const float* hi = t.hi + std::size_t(node) * t.dim;
+  const float* lo = t.box + std::size_t(node) * 2 * t.box_pad;
+  const float* hi = lo + t.box_pad;
   float sum = 0.f;
+  if constexpr (DIM > 0) {  // whole float4s (the padding lanes are never used)
 #pragma unroll
-  for (int k = 0; k < (DIM > 0 ? DIM : t.dim); ++k) sum = tgpu::add_gap_square(sum, q.at(k), __ldg(lo + k), __ldg(hi + k));
-  return sum > worst;
-}
-
-// True when the query lies in leaf `leaf`'s cell and its ball of squared radius `worst` stays inside:
-// every plane that bounds the cell is farther than `worst` (v0's roundings) on the query's side. Then
-// every ancestor's plane is too (the cell's faces are the nearest of them, and the rounded gap grows
-// with the exact one), so the climb in next_leaf would exclude every far sibling by the plane alone
-// and end at the root: the query is done, and one test of 2 x dim values replaces the climb.
-template <int DIM>
-__device__ __forceinline__ bool inside_cell(const TreeView& t, const Query<DIM>& q, int leaf, float worst) {
-  const float* lo = t.cell_lo + std::size_t(leaf) * t.dim;
-  const float* hi = t.cell_hi + std::size_t(leaf) * t.dim;
-  bool inside = true;
+    for (int c = 0; c < (DIM + 3) / 4; ++c) {
+      const float4 l = __ldg(reinterpret_cast<const float4*>(lo) + c), h = __ldg(reinterpret_cast<const float4*>(hi) + c);
+      const float ls[4] = {l.x, l.y, l.z, l.w}, hs[4] = {h.x, h.y, h.z, h.w};
 #pragma unroll
-  for (int k = 0; k < (DIM > 0 ? DIM : t.dim); ++k) {
-    const float x = q.at(k), l = __ldg(lo + k), h = __ldg(hi + k);
-    const float below = __fsub_rn(x, l), above = __fsub_rn(x, h);
-    inside = inside && x >= l && x < h && __fmul_rn(below, below) > worst && __fmul_rn(above, above) > worst;
+      for (int k = 4 * c; k < DIM && k < 4 * c + 4; ++k) sum = tgpu::add_gap_square(sum, q.q[k], ls[k - 4 * c], hs[k - 4 * c]);
+    }
+  } else {
+    for (int k = 0; k < t.dim; ++k) sum = tgpu::add_gap_square(sum, q.at(k), __ldg(lo + k), __ldg(hi + k));
   }
-  return inside;
+  return sum > worst;
 }
 
 // The leaf after `leaf` in the query's near-first depth-first order, skipping excluded subtrees, or
@@ -176,7 +163,6 @@ __device__ __forceinline__ bool inside_cell(const TreeView& t, const Query<DIM>&
 // whether a node was its parent's near child (its far sibling is still to visit) or the far one.
 template <int DIM>
 __device__ int next_leaf(const TreeView& t, const Query<DIM>& q, int leaf, float worst, bool box) {
-  if (t.cell_lo != nullptr && inside_cell(t, q, leaf, worst)) return -1;
   const int first_leaf = t.leaves - 1;
   int v = first_leaf + leaf;
   for (;;) {
@@ -227,8 +213,8 @@ struct StillActive {
 };
 
 inline TreeView view_of(const DeviceKdTree& t) {
-  return {t.points.data(),    t.index.data(), t.lo.data(),      t.hi.data(),           t.split_dim.data(),
-          t.split.data(),     t.cell_lo.data(), t.cell_hi.data(), int(t.plan.leaves), int(t.plan.leaf_size), t.dim};
+  return {t.points.data(), t.index.data(), t.box.data(), t.split_dim.data(), t.split.data(), int(t.plan.leaves),
+          int(t.plan.leaf_size), t.dim, box_pad(t.dim)};
 }
 
 }  // namespace knn::kd
