@@ -64,6 +64,15 @@ def import_matplotlib():
     sys.exit(3)
 
 
+def line_plot_args(doc, title_default):
+    """The arguments of the line-plot scripts (plot_sweep.py, plot_waves.py): results files, -o, --title."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("results", nargs="+", help="results JSON files written by knnbench --json")
+    ap.add_argument("-o", "--output", required=True, help="image to write: .png, .svg or .pdf")
+    ap.add_argument("--title", default=None, help=f"plot title (default: {title_default})")
+    return ap.parse_args()
+
+
 def fail(msg):
     print(f"plot.py: {msg}", file=sys.stderr)
     sys.exit(2)

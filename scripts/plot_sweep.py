@@ -8,7 +8,6 @@ versions of the same cases) and draws one line per version over the cases' m. A 
 pass is left out of its line (never drawn as zero). Exit codes as scripts/plot.py: 0 written, 2 a
 usage error, 3 matplotlib is missing.
 """
-import argparse
 import os
 import sys
 
@@ -17,11 +16,7 @@ import plot  # noqa: E402  (the shared loader, matplotlib import and version ord
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="+", help="results JSON files written by knnbench --json")
-    ap.add_argument("-o", "--output", required=True, help="image to write: .png, .svg or .pdf")
-    ap.add_argument("--title", default=None, help="plot title (default: the cases' k, n and topk)")
-    args = ap.parse_args()
+    args = plot.line_plot_args(__doc__, "the cases' k, n and topk")
     docs = [plot.Doc(p) for p in args.results]
     lines = {}  # version -> {m: median ms}
     shapes = set()

@@ -11,7 +11,6 @@ are only comparable when every wave is sorted (KNN_V16_FINAL=0): a result run wi
 is drawn all the same, and its legend says so. A result that did not pass is left out. Exit codes as
 scripts/plot.py: 0 written, 2 a usage error or nothing to draw, 3 matplotlib is missing.
 """
-import argparse
 import os
 import re
 import sys
@@ -33,11 +32,7 @@ def curve(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", nargs="+", help="results JSON files written by knnbench --json")
-    ap.add_argument("-o", "--output", required=True, help="image to write: .png, .svg or .pdf")
-    ap.add_argument("--title", default=None, help="plot title (default: the cases' m, n and topk)")
-    args = ap.parse_args()
+    args = plot.line_plot_args(__doc__, "the cases' m, n and topk")
     lines = []
     for path in args.results:
         doc = plot.Doc(path)
