@@ -60,7 +60,7 @@ struct Options {
   bool box = true, sort = true, final_steps = true;
   int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
-  bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_nearest.cuh)
+  bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   std::string source;  // which knobs came from the environment
 };
