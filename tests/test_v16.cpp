@@ -1,10 +1,12 @@
 // v16 (kd-tree built and searched on the GPU) against v0's loop, row for row: one point, n at a leaf
 // size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
-// 33, topk 1..64, self-joins; each under several knob settings (KNN_V16_LEAF, KNN_V16_TEST,
-// KNN_V16_SORT, KNN_V16_FINAL, KNN_V16_STAGE_KIB, KNN_V16_VEC, KNN_V16_TAIL), so the box and the median test, sorted
+// 33, topk 1..64, self-joins, and topk = 1 at every compiled k with ties, duplicates and odd n; each
+// under several knob settings (KNN_V16_LEAF, KNN_V16_TEST, KNN_V16_SORT, KNN_V16_FINAL, KNN_V16_STAGE_KIB,
+// KNN_V16_VEC, KNN_V16_TAIL, KNN_V16_NEAREST, KNN_V16_LANES), so the box and the median test, sorted
 // and unsorted waves, leaves staged in shared memory or read from global memory (as float4 groups or
-// one float at a time) and the run-to-the-end kernel all answer. The leaf plan's padding rule runs on the
-// CPU. GPU tests (Gpu*) skip with a message where no CUDA device exists.
+// one float at a time), the run-to-the-end kernel, the top-k heaps and the pair in registers at 1, 2, 4
+// and 8 lanes per query all answer. The leaf plan's padding rule runs on the CPU. GPU tests (Gpu*) skip
+// with a message where no CUDA device exists.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
