@@ -16,7 +16,8 @@
 // KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound pick the rows whose exact
 // distance is computed; the answers are the scan's. For topk 1 below 8 dimensions (k >= 2, m >= 32,
 // n >= 2^20) the same filter runs on CUDA cores with fp32 scores in the scan's own layout
-// (kernels/common/fp32_filter.cuh; KNN_V15_FP32_FILTER=off|on|auto).
+// (kernels/common/fp32_filter.cuh; KNN_V15_FP32_FILTER=off|on|auto). Many queries in one chunk
+// (self-joins) with topk 2..32 are seeded (kernels/common/scan_seed.hpp; KNN_V15_SEED=off|on|auto).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -38,6 +39,7 @@
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/fused_topk.hpp"
 #include "kernels/common/scan_plan.hpp"
+#include "kernels/common/scan_seed.hpp"
 #include "kernels/common/tc_filter.cuh"
 #include "kernels/common/tc_filter.hpp"
 #include "kernels/common/topk_merge.hpp"
@@ -46,25 +48,13 @@ namespace {
 
 namespace cuda = knn::cuda;
 namespace gpu = knn::gpu;
-using gpu::scan::List;
+using gpu::scan::List, gpu::scan::list_for, gpu::scan::list_name;
 
 constexpr int kMaxTopk = knn::gpu::kFusedTopkMax;
 // Resident 128-thread blocks per SM assumed by device_bytes (an SM holds 2048 threads): an upper bound.
 constexpr int kMaxBlocksPerSm = 16;
 
 using Kernel = void (*)(gpu::scan::Args);
-
-List list_for(int topk) {
-  return topk == 1 ? List::one : topk <= 8 ? List::eight : topk <= 32 ? List::thirty_two : List::heap;
-}
-
-int queries_per_thread(List l) {
-  using gpu::scan::queries_per_thread;
-  return l == List::one          ? queries_per_thread<List::one>()
-         : l == List::eight      ? queries_per_thread<List::eight>()
-         : l == List::thirty_two ? queries_per_thread<List::thirty_two>()
-                                 : queries_per_thread<List::heap>();
-}
 
 bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 4 || dim == 5 || dim == 8 || dim == 16; }
 
@@ -116,13 +106,6 @@ Kernel pick(int dim, List l) {
                                  : pick_dim<List::heap>(dim);
 }
 
-const char* list_name(List l) {
-  return l == List::one          ? "best pair in registers"
-         : l == List::eight      ? "sorted lists of 8 in registers"
-         : l == List::thirty_two ? "sorted lists of 32 in registers"
-                                 : "max-heaps in global scratch";
-}
-
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
 
 // KNN_V15_RAMP=0: equal chunks instead of growing first ones (scan_plan.hpp; the tensor-core filter's always).
@@ -149,8 +132,14 @@ gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int fil
   const List l = list_for(p.topk);
   if (filter_queries > 0)
     return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp());
-  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, queries_per_thread(l), resident_blocks, p.self_join || l == List::heap,
+  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks, p.self_join || l == List::heap,
                         chunk_ramp());
+}
+
+// The seed for the scan (kernels/common/scan_seed.hpp); never with a filter.
+gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::ScanPlan& plan, bool filter) {
+  return filter ? gpu::SeedPlan{false, 0, "a filter runs"}
+                : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), gpu::seed_mode_from_environment());
 }
 
 // How the filters' keys become the answer.
@@ -210,6 +199,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
   const int blocks = tc.chosen ? tc.blocks_per_chunk() : plan.blocks_per_chunk();
   const int block_threads = tc.chosen ? gpu::kTcBlock : gpu::kScanBlock;
+  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
 
   // The copy stream uploads, merges and downloads; the search stream runs the chunk kernels.
   cuda::Stream copy, search;
@@ -225,6 +215,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<float> heap_distances(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
+  std::optional<gpu::ScanSeed> seeder;
+  if (seed.chosen) seeder.emplace(p.m, p.n, p.dim, p.self_join, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
   if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
     merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge);
@@ -247,6 +239,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   a.partial_indices = merge ? partial_indices.data() : indices.data();
   a.best = best.data();
   a.heap_distances = heap_distances.data(), a.heap_indices = heap_indices.data();
+  a.query_order = seeder ? seeder->order() : nullptr, a.query_bound = seeder ? seeder->bound() : nullptr;
 
   const int chunks = int(chunk_rows.size()) - 1;
   cuda::Event start, searched, merged, done;
@@ -272,6 +265,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     KNN_CUDA_TRY(cudaStreamWaitEvent(search, copied[c].get(), 0));
     if (c == 0) search_start.record(search);
     a.row_begin = chunk_rows[c], a.row_end = chunk_rows[c + 1];
+    if (c == 0 && seeder) seeder->enqueue(a.queries, a.references, p.topk, seed.window, search);
     if (c == 0 && filter) {  // the seed rows come from the first chunk
       const long long threads = (long long)p.m * 32;
       gpu::tc::seed_kernel<<<int((threads + gpu::tc::kSeedBlock - 1) / gpu::tc::kSeedBlock), gpu::tc::kSeedBlock, 0,
@@ -341,6 +335,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
       chunks_text(chunk_rows, p.dim), partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
+  ctx.path += seed.chosen ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
+                                        "queries scanned in that order", seed.window)
+                          : "; seed not taken: " + seed.why;
   if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
   if (p.values.known && p.topk <= gpu::kFilterMaxTopk)
     ctx.path += fmt::format("; tensor-core filter not taken: {}; fp32 filter not taken: {}", tc.why, f32.why);
@@ -363,6 +360,8 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
     bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::PartialMerge::device_bytes(p.m, p.topk) + 8;
   else if (list == List::one || filter)
     bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
+  if (const gpu::SeedPlan seed = seed_plan(p, plan, filter); seed.chosen)
+    bytes += gpu::ScanSeed::device_bytes(p.m, p.n, p.dim, p.self_join);
   if (!filter && needs_merge(plan, list)) {
     const long long per_query = plan.partials() * p.topk;
     bytes += std::size_t(p.m) * per_query * (sizeof(std::int32_t) + sizeof(float));

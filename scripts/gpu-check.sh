@@ -51,6 +51,12 @@
 #               405 with plain TF32 (KNN_V15_TC_SPLIT=off), and (when ncu is installed) the sections of one
 #               of case 405's filter kernels
 #               -> v15final/{default,seeds,sweep,tc-topk-shapes,seeds-405-plain}.*, tests.log, ncu-405-filter.txt
+#   v15seed     v15's seed (KNN_V15_SEED): every v15 test (GPU and CPU), then cases 200 and 201 (seeds.json)
+#               with v14, v15 and v16 at the defaults and v15 unseeded, twice in alternating processes, and
+#               configs/seed-shapes.json with KNN_V15_SEED=off and on, cases 8-11 and the topk sweep
+#               (v15-topk.json) at the defaults, and (when ncu is installed) the source counters of case
+#               200's seeded scan kernel
+#   -> v15seed/{seeds,unseeded}-{a,b}.*, shapes-{off,on}.*, default.*, sweep.*, tests.log, ncu-200-scan{.txt,-src.csv}
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -98,7 +104,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -389,6 +395,32 @@ for step in "${steps[@]}"; do
           --section WarpStateStats --section SchedulerStats --section InstructionStats --section ComputeWorkloadAnalysis \
           "$bin" --config configs/seeds.json --case 405 --version v15 --warmup 0 --min-samples 1 --max-samples 1 \
           --min-time 0 --max-noise 0 --no-validate --quiet >"$OUT/v15final/ncu-405-filter.txt" 2>&1 || status=1
+      fi
+      ;;
+    v15seed)
+      mkdir -p "$OUT/v15seed"
+      v15_tests "$OUT/v15seed"
+      for run in a b; do
+        measure "$OUT/v15seed/seeds-$run" -- --config configs/seeds.json --case 200,201 --version v14,v15,v16 \
+          --validate-queries 8192 --max-time 2
+        measure "$OUT/v15seed/unseeded-$run" KNN_V15_SEED=off -- --config configs/seeds.json --case 200,201 \
+          --version v15 --validate-queries 8192 --max-time 2
+      done
+      for run in off on; do
+        measure "$OUT/v15seed/shapes-$run" KNN_V15_SEED=$run -- --config configs/seed-shapes.json --version v15 --max-time 2
+      done
+      measure "$OUT/v15seed/default" -- --case 8-11 --version v15 --max-time 2
+      measure "$OUT/v15seed/sweep" -- --config configs/v15-topk.json --version v15 --validate-queries 1024 --max-time 2
+      if command -v ncu >/dev/null 2>&1; then
+        log "ncu: source counters of case 200's seeded scan"
+        ncu --clock-control none -k regex:scan_kernel -s 0 -c 1 --section SourceCounters --section WarpStateStats \
+          --section SpeedOfLight --section Occupancy --import-source yes -o "$OUT/v15seed/scan" "$bin" \
+          --config configs/seeds.json --case 200 --version v15 --warmup 0 --min-samples 1 --max-samples 1 \
+          --min-time 0 --max-noise 0 --no-validate --quiet >/dev/null 2>&1 || status=1
+        ncu -i "$OUT/v15seed/scan.ncu-rep" --page details >"$OUT/v15seed/ncu-200-scan.txt" 2>&1 || status=1
+        ncu -i "$OUT/v15seed/scan.ncu-rep" --page source --csv --print-source cuda,sass \
+          >"$OUT/v15seed/ncu-200-scan-src.csv" 2>&1 || status=1
+        rm -f "$OUT/v15seed/scan.ncu-rep"
       fi
       ;;
     gpuall)

@@ -26,6 +26,7 @@
 #include "devices.hpp"
 #include "kernels/common/exact_int8.hpp"
 #include "kernels/common/scan_plan.hpp"
+#include "kernels/common/scan_seed.hpp"
 #include "kernels/common/tc_filter.hpp"
 #include "test_support.hpp"
 
@@ -54,14 +55,18 @@ struct V15Case {
   // KNN_V15_TC_SPLIT and KNN_V15_SHARED_LISTS ("" leaves them unset).
   std::string tc_split = "";
   std::string shared_lists = "";
+  // The seed: KNN_V15_SEED ("" leaves it unset) and whether it must run.
+  std::string seed = "";
+  bool expect_seed = false;
   std::string name() const {
-    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
+    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
                        int8.empty() ? std::string() : "_int8" + int8, tc.empty() ? std::string() : "_tc" + tc,
                        f32.empty() ? std::string() : "_f32" + f32 + (f32_queries.empty() ? "" : "q" + f32_queries),
                        offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))),
                        tc_split.empty() ? std::string() : "_split" + tc_split,
-                       shared_lists.empty() ? std::string() : "_shared" + shared_lists);
+                       shared_lists.empty() ? std::string() : "_shared" + shared_lists,
+                       seed.empty() ? std::string() : "_seed" + seed);
   }
 };
 
@@ -304,6 +309,52 @@ std::vector<V15Case> topk_filter_cases() {
   return out;
 }
 
+// The seed (kernels/common/scan_seed.hpp) forced on, so that it runs at small shapes: every
+// dimension it takes (1..9), both register lists (topk 2, 8, 9, 32), self-joins and not, fewer rows
+// than a window and than topk (bounds from every row, or none), one query, ties everywhere (the
+// bound itself is a tie: integers, duplicates), clusters, values far from 0; and where it must not
+// run: k = 10, topk 1 and 33, several chunks, KNN_V15_SEED=off, and the automatic rule's bounds.
+std::vector<V15Case> seed_cases() {
+  std::vector<V15Case> out;
+  const auto add = [&](int dim, int m, int n, int topk, bool self_join = false, Distribution dist = Distribution::uniform,
+                       std::uint32_t integer_max = kDefaultIntegerMax, std::string mode = "on", bool expect = true,
+                       int checked_rows = 0, float offset = 0.f) {
+    V15Case c = make(dim, m, n, topk, self_join, dist, integer_max, checked_rows);
+    c.seed = std::move(mode);
+    c.expect_seed = expect;
+    c.offset = offset;
+    out.push_back(c);
+  };
+  for (int dim : {1, 2, 3, 5, 9})
+    for (int topk : {2, 8, 9, 32}) {
+      add(dim, 0, 5003, topk, true);
+      add(dim, 700, 5003, topk);
+    }
+  add(2, 0, 3001, 32, true, Distribution::integers, 3);
+  add(3, 0, 3001, 8, true, Distribution::integers, 2);
+  add(3, 500, 20011, 16, false, Distribution::integers, 4);
+  add(3, 0, 4000, 8, true, Distribution::duplicates);
+  add(3, 600, 4000, 31, false, Distribution::duplicates);
+  add(2, 0, 20011, 32, true, Distribution::clusters);
+  add(5, 1024, 65537, 8, false, Distribution::clusters, kDefaultIntegerMax, "on", true, 97);
+  add(2, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, "on", true, 0, 6400.f);
+  for (int n : {1, 2, 20, 33, 40, 130}) add(2, 0, n, 32, true);
+  for (int n : {1, 20, 40}) add(3, 50, n, 32);
+  add(3, 1, 5003, 8);
+  add(10, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, "on", false);
+  add(2, 0, 5003, 1, true, Distribution::uniform, kDefaultIntegerMax, "on", false);
+  add(2, 0, 5003, 33, true, Distribution::uniform, kDefaultIntegerMax, "on", false);
+  add(2, 300, (1 << 20) + 3, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", false, 61);  // chunks
+  add(2, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, "off", false);
+  // The automatic rule: from kSeedMinQueries queries and kSeedMinRowsPerWindow windows of rows.
+  const int rows8 = gpu::kSeedMinRowsPerWindow * gpu::kSeedMinWindow, rows32 = gpu::kSeedMinRowsPerWindow * 128;
+  add(2, gpu::kSeedMinQueries, rows8, 8, false, Distribution::uniform, kDefaultIntegerMax, "auto", true);
+  add(2, gpu::kSeedMinQueries - 1, rows8, 8, false, Distribution::uniform, kDefaultIntegerMax, "auto", false);
+  add(2, 0, rows32, 32, true, Distribution::uniform, kDefaultIntegerMax, "auto", true);
+  add(2, 0, rows32 - 1, 32, true, Distribution::uniform, kDefaultIntegerMax, "auto", false);
+  return out;
+}
+
 struct Points {
   std::vector<float> queries, references;
   Problem problem;
@@ -367,6 +418,7 @@ std::string check_against_v0(const V15Case& c) {
     const ScopedEnv f32_queries("KNN_V15_FP32_QUERIES", c.f32_queries);
     const ScopedEnv split("KNN_V15_TC_SPLIT", c.tc_split);
     const ScopedEnv lists("KNN_V15_SHARED_LISTS", c.shared_lists);
+    const ScopedEnv seed("KNN_V15_SEED", c.seed);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
@@ -393,6 +445,9 @@ std::string check_against_v0(const V15Case& c) {
         << ctx.path;
     if (c.n <= 767) EXPECT_TRUE(one_split) << ctx.path;
   }
+  if (!c.seed.empty())
+    EXPECT_EQ(ctx.path.find("; seeded: ") != std::string::npos, c.expect_seed)
+        << c.name() << ": the seed " << (c.expect_seed ? "did not run" : "ran") << ": " << ctx.path;
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
@@ -452,6 +507,8 @@ INSTANTIATE_TEST_SUITE_P(GpuTc, GpuV15, ::testing::ValuesIn(tc_cases()),
 INSTANTIATE_TEST_SUITE_P(GpuFp32, GpuV15, ::testing::ValuesIn(f32_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuFilterTopk, GpuV15, ::testing::ValuesIn(topk_filter_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuSeed, GpuV15, ::testing::ValuesIn(seed_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 
 // Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
@@ -926,3 +983,29 @@ TEST(V15TcPlan, ExamineValuesReportsTheRangeOfFiniteData) {
 }
 
 }  // namespace
+
+// The seed's rule (kernels/common/scan_seed.hpp), with the reason printed when it is not taken.
+TEST(V15SeedPlan, TakenOnlyWhereItApplies) {
+  using env::Mode;
+  const auto plan = [](int m, int n, int dim, int topk, int chunks, Mode mode) {
+    return gpu::plan_seed(m, n, dim, topk, chunks, mode);
+  };
+  EXPECT_TRUE(plan(200064, 200064, 2, 32, 1, Mode::automatic).chosen);
+  EXPECT_EQ(plan(200064, 200064, 2, 32, 1, Mode::automatic).window, 128);
+  EXPECT_EQ(plan(5000, 5000, 2, 2, 1, Mode::on).window, gpu::kSeedMinWindow);
+  EXPECT_EQ(plan(5000, 5000, 2, 32, 1, Mode::off).why, "KNN_V15_SEED=off");
+  EXPECT_EQ(plan(5000, 5000, 2, 1, 1, Mode::on).why, "topk 1 (the seed serves the register lists, topk 2..32)");
+  EXPECT_EQ(plan(5000, 5000, 2, 33, 1, Mode::on).why, "topk 33 (the seed serves the register lists, topk 2..32)");
+  EXPECT_EQ(plan(5000, 5000, 10, 8, 1, Mode::on).why, "k = 10 (Morton order up to k = 9)");
+  EXPECT_TRUE(plan(5000, 5000, 9, 8, 1, Mode::on).chosen);
+  EXPECT_EQ(plan(5000, 5000, 2, 8, 3, Mode::on).why, "3 chunks of references (the seed needs them all before the scan)");
+  // "on" ignores the automatic rule's sizes; "auto" needs both.
+  EXPECT_TRUE(plan(1, 1, 2, 8, 1, Mode::on).chosen);
+  EXPECT_EQ(plan(1023, 1 << 20, 2, 8, 1, Mode::automatic).why, "m = 1023 < 1024 queries");
+  EXPECT_EQ(plan(1024, 1023, 2, 8, 1, Mode::automatic).why, "n = 1023 < 16 windows of 64 rows");
+  EXPECT_TRUE(plan(1024, 1024, 2, 8, 1, Mode::automatic).chosen);
+  EXPECT_FALSE(plan(4096, 2047, 2, 32, 1, Mode::automatic).chosen);
+  EXPECT_TRUE(plan(4096, 2048, 2, 32, 1, Mode::automatic).chosen);
+  EXPECT_TRUE(plan(4096, 4096, 5, 8, 1, Mode::automatic).chosen);
+  EXPECT_EQ(plan(4096, 4096, 6, 8, 1, Mode::automatic).why, "k = 6 > 5 (KNN_V15_SEED=on seeds up to k = 9)");
+}

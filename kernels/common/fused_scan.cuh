@@ -24,6 +24,23 @@ enum class List { one, eight, thirty_two, heap };
 template <List L> __host__ __device__ constexpr int queries_per_thread() { return L == List::one ? 4 : L == List::eight ? 2 : 1; }
 template <List L> __host__ __device__ constexpr int capacity() { return L == List::one ? 1 : L == List::eight ? 8 : 32; }
 
+// The list a topk takes, its query slots per thread, and its name in the path.
+inline List list_for(int topk) {
+  return topk == 1 ? List::one : topk <= 8 ? List::eight : topk <= 32 ? List::thirty_two : List::heap;
+}
+inline int queries_per_thread(List l) {
+  return l == List::one          ? queries_per_thread<List::one>()
+         : l == List::eight      ? queries_per_thread<List::eight>()
+         : l == List::thirty_two ? queries_per_thread<List::thirty_two>()
+                                 : queries_per_thread<List::heap>();
+}
+inline const char* list_name(List l) {
+  return l == List::one          ? "best pair in registers"
+         : l == List::eight      ? "sorted lists of 8 in registers"
+         : l == List::thirty_two ? "sorted lists of 32 in registers"
+                                 : "max-heaps in global scratch";
+}
+
 // Everything one chunk's launch needs.
 struct Args {
   const float* __restrict__ queries;     // m × dim
@@ -43,6 +60,10 @@ struct Args {
   float tc_center, tc_band;
   unsigned long long* tc_candidates;
   bool tc_shared_lists;  // the tensor-core filter's lists in dynamic shared memory (one split only)
+  // The seed (kernels/common/scan_seed.hpp; register lists only, else nullptr): query slot s scans
+  // query query_order[s], and a row enters query q's lists only below query_bound[q].
+  const std::int32_t* query_order;
+  const float* query_bound;
 };
 
 // (distance, index) as one key whose unsigned order is knn::before's (distances >= +0, not NaN;
@@ -51,16 +72,17 @@ __device__ __forceinline__ unsigned long long pack(float d, std::int32_t i) {
   return (static_cast<unsigned long long>(__float_as_uint(d)) << 32) | static_cast<std::uint32_t>(i);
 }
 
-// A sorted list of the best K (distance, index) pairs in registers; `worst` is entry topk − 1.
+// A sorted list of the best K (distance, index) pairs in registers; `worst` is entry topk − 1, or
+// the cap (a seed's bound) while that is lower: only distances below the cap ever enter.
 template <int K>
 struct RegisterList {
   float d[K];
   std::int32_t i[K];
-  float worst;
-  __device__ __forceinline__ void clear() {
+  float worst, cap;
+  __device__ __forceinline__ void clear(float bound = INFINITY) {
 #pragma unroll
     for (int s = 0; s < K; ++s) d[s] = INFINITY, i[s] = -1;
-    worst = INFINITY;
+    worst = cap = bound;
   }
   // Walks the list once, swapping the carried pair with every entry it comes before (the full
   // (distance, index) order, so a displaced pair keeps its place among equal distances): only
@@ -82,21 +104,24 @@ struct RegisterList {
       asm("{\n\t.reg .pred p;\n\tsetp.eq.s32 p, %1, %2;\n\tselp.f32 %0, %3, %0, p;\n\t}"
           : "+f"(w)
           : "r"(s), "r"(topk - 1), "f"(d[s]));
-    worst = w;
+    worst = fminf(w, cap);
   }
 };
 
-// The distances from Q queries to rows row0 .. row0 + 3 (compile-time dim).
+// A group's 4 rows of DIM floats (4·DIM consecutive floats) as DIM 16-byte loads.
+template <int DIM>
+__device__ __forceinline__ void load_group(const float4* __restrict__ p, float4 (&rows)[DIM]) {
+#pragma unroll
+  for (int c = 0; c < DIM; ++c) rows[c] = __ldg(p + c);
+}
+
+// The distances from Q queries to a group's 4 rows (compile-time dim).
 template <int DIM, int Q>
-__device__ __forceinline__ void group_distances(const float (&query)[Q][DIM], const float* __restrict__ rows,
+__device__ __forceinline__ void group_distances(const float (&query)[Q][DIM], const float4 (&rows)[DIM],
                                                 float (&d)[Q][kScanGroup]) {
   float r[kScanGroup * DIM];
-  const float4* p = reinterpret_cast<const float4*>(rows);
 #pragma unroll
-  for (int c = 0; c < DIM; ++c) {
-    const float4 f = __ldg(p + c);
-    r[4 * c] = f.x, r[4 * c + 1] = f.y, r[4 * c + 2] = f.z, r[4 * c + 3] = f.w;
-  }
+  for (int c = 0; c < DIM; ++c) r[4 * c] = rows[c].x, r[4 * c + 1] = rows[c].y, r[4 * c + 2] = rows[c].z, r[4 * c + 3] = rows[c].w;
 #pragma unroll
   for (int j = 0; j < kScanGroup; ++j)
 #pragma unroll
@@ -138,13 +163,16 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(Args a) {
   constexpr int K = capacity<L>();
   const int qt = threadIdx.x % a.query_threads, rt = threadIdx.x / a.query_threads;
   const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
-  int q[Q];
+  int q[Q];  // query slots first, then the queries they scan
 #pragma unroll
   for (int u = 0; u < Q; ++u) q[u] = (group * Q + u) * a.query_threads + qt;
   if (q[0] >= a.m) return;  // q[u] grows with u: this thread has no query at all
   bool active[Q];
 #pragma unroll
-  for (int u = 0; u < Q; ++u) active[u] = q[u] < a.m, q[u] = active[u] ? q[u] : a.m - 1;
+  for (int u = 0; u < Q; ++u) {
+    active[u] = q[u] < a.m, q[u] = active[u] ? q[u] : a.m - 1;
+    if (a.query_order != nullptr) q[u] = a.query_order[q[u]];
+  }
 
   float query[Q][DIM > 0 ? DIM : 1];
   const float* query_row[Q];
@@ -165,26 +193,11 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(Args a) {
     heap.clear();
   } else {
 #pragma unroll
-    for (int u = 0; u < Q; ++u) list[u].clear();
+    for (int u = 0; u < Q; ++u) list[u].clear(a.query_bound != nullptr ? a.query_bound[q[u]] : INFINITY);
   }
 
-  const long long groups = (a.row_end - a.row_begin + kScanGroup - 1) / kScanGroup;
-  const long long g_end = groups * (split + 1) / a.splits;
-  for (long long g = groups * split / a.splits + rt; g < g_end; g += a.ref_threads) {
-    const int row0 = a.row_begin + int(g) * kScanGroup;
-    float d[Q][kScanGroup];
-    const float* rows = a.references + std::size_t(row0) * a.dim;
-    if constexpr (DIM > 0)
-      group_distances<DIM, Q>(query, rows, d);
-    else
-      group_distances<Q>(query_row, a.dim, rows, d);
-    const int valid = a.row_end - row0;  // rows past the chunk (padding) are no candidates
-    if (valid < kScanGroup) {
-#pragma unroll
-      for (int j = 0; j < kScanGroup; ++j)
-#pragma unroll
-        for (int u = 0; u < Q; ++u) d[u][j] = j < valid ? d[u][j] : INFINITY;
-    }
+  // Offers a group's distances to the lists (row0: the group's first row).
+  const auto offer = [&](const float (&d)[Q][kScanGroup], int row0) {
 #pragma unroll
     for (int u = 0; u < Q; ++u) {
       const float low = fminf(fminf(d[u][0], d[u][1]), fminf(d[u][2], d[u][3]));
@@ -203,6 +216,64 @@ __global__ void __launch_bounds__(kScanBlock) scan_kernel(Args a) {
         }
       }
     }
+  };
+  const int groups = (a.row_end - a.row_begin + kScanGroup - 1) / kScanGroup;
+  const int full = (a.row_end - a.row_begin) / kScanGroup;  // the groups without padding rows
+  const int g_end = int((long long)groups * (split + 1) / a.splits);
+  int g = int((long long)groups * split / a.splits) + rt;
+  if constexpr (DIM > 0) {
+    // The full groups, with a pointer stepped from group to group. Seeded register lists at k <= 4
+    // load each group's successor while its distances are computed (the last one loads its own
+    // rows again): few loads per group leave a warp waiting on them otherwise. Without a seed the
+    // insertions dominate, and the loop's two copies of them made an H100's case 200 1.6x slower.
+    constexpr bool ahead = DIM <= 4 && (L == List::eight || L == List::thirty_two);
+    const int g_full = min(g_end, full);
+    const int step = a.ref_threads * DIM;  // float4s from one of this thread's groups to its next
+    const float4* p = reinterpret_cast<const float4*>(a.references) + std::size_t(a.row_begin / kScanGroup + g) * DIM;
+    if (ahead && a.query_bound != nullptr) {  // two buffers in turn, so that no copy waits for a load
+      float4 r0[DIM], r1[DIM];
+      if (g < g_full) load_group<DIM>(p, r0);
+      while (g < g_full) {
+        float d[Q][kScanGroup];
+        const bool more = g + a.ref_threads < g_full;
+        load_group<DIM>(more ? p + step : p, r1);
+        group_distances<DIM, Q>(query, r0, d);
+        offer(d, a.row_begin + g * kScanGroup);
+        g += a.ref_threads, p += step;
+        if (!more) break;
+        load_group<DIM>(g + a.ref_threads < g_full ? p + step : p, r0);
+        group_distances<DIM, Q>(query, r1, d);
+        offer(d, a.row_begin + g * kScanGroup);
+        g += a.ref_threads, p += step;
+      }
+    } else {
+      for (; g < g_full; g += a.ref_threads, p += step) {
+        float4 rows[DIM];
+        load_group<DIM>(p, rows);
+        float d[Q][kScanGroup];
+        group_distances<DIM, Q>(query, rows, d);
+        offer(d, a.row_begin + g * kScanGroup);
+      }
+    }
+  }
+  // Run-time dim: every group; compiled dim: the chunk's last group when padding rows end it.
+  for (; g < g_end; g += a.ref_threads) {
+    const int row0 = a.row_begin + g * kScanGroup;
+    float d[Q][kScanGroup];
+    const float* rows = a.references + std::size_t(row0) * a.dim;
+    if constexpr (DIM > 0) {
+      float4 r[DIM];
+      load_group<DIM>(reinterpret_cast<const float4*>(rows), r);
+      group_distances<DIM, Q>(query, r, d);
+    } else {
+      group_distances<Q>(query_row, a.dim, rows, d);
+    }
+    const int valid = a.row_end - row0;  // rows past the chunk (padding) are no candidates
+#pragma unroll
+    for (int j = 0; j < kScanGroup; ++j)
+#pragma unroll
+      for (int u = 0; u < Q; ++u) d[u][j] = j < valid ? d[u][j] : INFINITY;
+    offer(d, row0);
   }
 
   const long long partial = a.partial_base + (long long)split * a.ref_threads + rt;
