@@ -39,7 +39,7 @@
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/fused_topk.hpp"
 #include "kernels/common/scan_plan.hpp"
-#include "kernels/common/scan_seed.hpp"
+#include "kernels/common/scan_seed_device.hpp"
 #include "kernels/common/tc_filter.cuh"
 #include "kernels/common/tc_filter.hpp"
 #include "kernels/common/topk_merge.hpp"

@@ -1,6 +1,6 @@
 // ScanSeed: the references' range per dimension, Morton codes, CUB's radix sort, and one thread
 // per query for its window's bound (kernels/common/scan_seed.hpp says what the bound is for).
-#include "kernels/common/scan_seed.hpp"
+#include "kernels/common/scan_seed_device.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
 
