@@ -158,7 +158,7 @@ __device__ __forceinline__ void group_distances(const float* const (&query)[Q], 
 }
 
 // One resident block asked for: nvcc then takes the registers it wants (up to 167 here) instead of
-// keeping 128; on an H100 that left every measured shape as fast or faster, case 1628 (heaps of
+// keeping 128; on an H100 no measured shape got more than 2 % slower, and case 1628 (heaps of
 // 128 at k 16) 2.3x (docs/v15.md, results/h100/v15/seed/launch-bounds-1/).
 template <int DIM, List L>
 __global__ void __launch_bounds__(kScanBlock, 1) scan_kernel(Args a) {
