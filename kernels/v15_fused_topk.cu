@@ -17,7 +17,8 @@
 // distance is computed; the answers are the scan's. For topk 1 below 8 dimensions (k >= 2, m >= 32,
 // n >= 2^20) the same filter runs on CUDA cores with fp32 scores in the scan's own layout
 // (kernels/common/fp32_filter.cuh; KNN_V15_FP32_FILTER=off|on|auto). Many queries in one chunk
-// (self-joins) with topk 2..32 are seeded (kernels/common/scan_seed.hpp; KNN_V15_SEED=off|on|auto).
+// (self-joins) with topk 2..32 are seeded (kernels/common/scan_seed.hpp; KNN_V15_SEED=off|on|auto),
+// and at k <= 5 collect the rows below the seed's bounds in buffers (seed_collect.hpp) instead.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -40,6 +41,7 @@
 #include "kernels/common/fused_topk.hpp"
 #include "kernels/common/scan_plan.hpp"
 #include "kernels/common/scan_seed_device.hpp"
+#include "kernels/common/seed_collect_device.hpp"
 #include "kernels/common/tc_filter.cuh"
 #include "kernels/common/tc_filter.hpp"
 #include "kernels/common/topk_merge.hpp"
@@ -48,29 +50,12 @@ namespace {
 
 namespace cuda = knn::cuda;
 namespace gpu = knn::gpu;
-using gpu::scan::List, gpu::scan::list_for, gpu::scan::list_name;
+using gpu::scan::List, gpu::scan::list_for, gpu::scan::list_name, gpu::scan::compiled_dim;
 
 constexpr int kMaxTopk = knn::gpu::kFusedTopkMax;
-// Resident 128-thread blocks per SM assumed by device_bytes (an SM holds 2048 threads): an upper bound.
-constexpr int kMaxBlocksPerSm = 16;
+constexpr int kMaxBlocksPerSm = 16;  // resident 128-thread blocks per SM assumed by device_bytes: an upper bound
 
 using Kernel = void (*)(gpu::scan::Args);
-
-bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 4 || dim == 5 || dim == 8 || dim == 16; }
-
-template <List L>
-Kernel pick_dim(int dim) {
-  switch (dim) {
-    case 1: return gpu::scan::scan_kernel<1, L>;
-    case 2: return gpu::scan::scan_kernel<2, L>;
-    case 3: return gpu::scan::scan_kernel<3, L>;
-    case 4: return gpu::scan::scan_kernel<4, L>;
-    case 5: return gpu::scan::scan_kernel<5, L>;
-    case 8: return gpu::scan::scan_kernel<8, L>;
-    case 16: return gpu::scan::scan_kernel<16, L>;
-    default: return gpu::scan::scan_kernel<0, L>;
-  }
-}
 
 // The tensor-core filter's kernel for k dimensions (nullptr above its limit).
 Kernel pick_filter(int dim) {
@@ -98,13 +83,6 @@ Kernel pick_fp32(int dim) {
   }
 }
 static_assert(gpu::kFp32MaxDim == 7, "pick_fp32 compiles k = 1 .. kFp32MaxDim");
-
-Kernel pick(int dim, List l) {
-  return l == List::one          ? pick_dim<List::one>(dim)
-         : l == List::eight      ? pick_dim<List::eight>(dim)
-         : l == List::thirty_two ? pick_dim<List::thirty_two>(dim)
-                                 : pick_dim<List::heap>(dim);
-}
 
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
 
@@ -142,6 +120,14 @@ gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::ScanPlan& plan, bool f
                 : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), gpu::seed_mode_from_environment());
 }
 
+// The seed's candidate buffers (kernels/common/seed_collect.hpp) for the device `ordinal`.
+gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, int ordinal, int sm_count) {
+  const void* k = gpu::SeedCollect::kernel(p.dim, 1);
+  const int per_sm = k == nullptr ? 1 : cuda::resident_blocks_per_sm(ordinal, k, gpu::kCollectBlock);
+  return gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, (long long)std::max(1, per_sm) * sm_count,
+                           gpu::collect_mode_from_environment(), gpu::collect_queries_from_environment());
+}
+
 // How the filters' keys become the answer.
 std::string filter_lists_text(int topk) {
   return topk == 1 ? "best pair merged by atomicMin"
@@ -168,8 +154,7 @@ std::size_t heap_slots(const gpu::ScanPlan& plan, List l, int topk) {
 
 void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   if (ctx.env.devices.empty()) throw std::runtime_error("v15: no CUDA device selected");
-  if (p.self_join && p.m != p.n)
-    throw std::invalid_argument(fmt::format("v15: a self-join needs m == n (m = {}, n = {})", p.m, p.n));
+  if (p.self_join && p.m != p.n) throw std::invalid_argument(fmt::format("v15: a self-join needs m == n (m = {}, n = {})", p.m, p.n));
   const knn::DeviceInfo& info = ctx.env.devices[0];
   ctx.devices_used = {info.ordinal};
   if (p.m < 1 || p.n < 1) return;
@@ -188,18 +173,19 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const gpu::Fp32Plan f32 = tc.chosen ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
   const bool filter = tc.chosen || f32.chosen;
   const Kernel scan_kernel =
-      !f32.chosen ? pick(p.dim, list) : f32.queries_per_thread == 4 ? pick_fp32<4>(p.dim) : pick_fp32<8>(p.dim);
+      !f32.chosen ? gpu::scan::pick_kernel(p.dim, list) : f32.queries_per_thread == 4 ? pick_fp32<4>(p.dim) : pick_fp32<8>(p.dim);
   const int per_sm =
       cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(scan_kernel), gpu::kScanBlock);
   const gpu::ScanPlan plan =
       plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, f32.chosen ? f32.queries_per_thread : 0);
   const Kernel kernel = tc.chosen ? tc_kernel : scan_kernel;
-  const long long partials = filter ? 1 : plan.partials();
-  const bool merge = !filter && needs_merge(plan, list);
+  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
+  const gpu::CollectPlan collect = collect_plan(p, seed, info.ordinal, info.sm_count);
+  const long long partials = filter || collect.chosen ? 1 : plan.partials();
+  const bool merge = !filter && !collect.chosen && needs_merge(plan, list);
   const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
   const int blocks = tc.chosen ? tc.blocks_per_chunk() : plan.blocks_per_chunk();
   const int block_threads = tc.chosen ? gpu::kTcBlock : gpu::kScanBlock;
-  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
 
   // The copy stream uploads, merges and downloads; the search stream runs the chunk kernels.
   cuda::Stream copy, search;
@@ -217,6 +203,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
   std::optional<gpu::ScanSeed> seeder;
   if (seed.chosen) seeder.emplace(p.m, p.n, p.dim, p.self_join, copy);
+  std::optional<gpu::SeedCollect> collector;
+  if (collect.chosen) collector.emplace(collect, p.m, p.topk, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
   if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
     merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge);
@@ -273,6 +261,11 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       KNN_CUDA_CHECK_LAUNCH();
     }
     a.partial_base = (long long)c * plan.splits * plan.ref_threads;
+    if (collector) {
+      collector->enqueue(a.queries, a.references, p.dim, p.n, p.self_join, seeder->order(), seeder->bound(),
+                         indices.data(), distances.data(), search);
+      continue;
+    }
     kernel<<<blocks, block_threads, dynamic_shared, search>>>(a);
     KNN_CUDA_CHECK_LAUNCH();
   }
@@ -327,6 +320,10 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         plan.splits == 1 ? "" : "s", chunks_text(chunk_rows, p.dim), filter_lists_text(p.topk), tc.why);
     return;
   }
+  if (collector) {
+    ctx.path = collector->path(p.dim, copy) + fmt::format("; seeded: each query's bound from the {} rows around it in Morton order", seed.window);
+    return;
+  }
   ctx.path = fmt::format(
       "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {}; "
       "{} partial list{} per query{}",
@@ -336,7 +333,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       chunks_text(chunk_rows, p.dim), partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
   ctx.path += seed.chosen ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
-                                        "queries scanned in that order", seed.window)
+                                        "queries scanned in that order; candidate buffers not taken: {}", seed.window, collect.why)
                           : "; seed not taken: " + seed.why;
   if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
   if (p.values.known && p.topk <= gpu::kFilterMaxTopk)
@@ -349,8 +346,8 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
   const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count));
-  std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float));
-  bytes += p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
+  std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float)) +
+                      p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
   bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));
   // The filters' keys (both filters' plans depend on the knobs, the values and the device's compute capability).
   const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(),
@@ -360,8 +357,11 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
     bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::PartialMerge::device_bytes(p.m, p.topk) + 8;
   else if (list == List::one || filter)
     bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
-  if (const gpu::SeedPlan seed = seed_plan(p, plan, filter); seed.chosen)
-    bytes += gpu::ScanSeed::device_bytes(p.m, p.n, p.dim, p.self_join);
+  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
+  if (seed.chosen) bytes += gpu::ScanSeed::device_bytes(p.m, p.n, p.dim, p.self_join);
+  // The candidate buffers at their largest (every split the budget allows).
+  if (const gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, 1LL << 30, gpu::collect_mode_from_environment()); c.chosen)
+    return bytes + gpu::SeedCollect::device_bytes(c, p.m);
   if (!filter && needs_merge(plan, list)) {
     const long long per_query = plan.partials() * p.topk;
     bytes += std::size_t(p.m) * per_query * (sizeof(std::int32_t) + sizeof(float));

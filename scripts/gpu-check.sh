@@ -57,6 +57,12 @@
 #               (v15-topk.json) at the defaults, and (when ncu is installed) the source counters of case
 #               200's seeded scan kernel
 #   -> v15seed/{seeds,unseeded}-{a,b}.*, shapes-{off,on}.*, default.*, sweep.*, tests.log, ncu-200-scan{.txt,-src.csv}
+#   v15collect  v15's candidate buffers for seeded scans (KNN_V15_COLLECT): every v15 test (GPU and CPU),
+#               then cases 200 and 201 (seeds.json) with v14, v15 and v16 at the defaults and v15 with the
+#               register lists (KNN_V15_COLLECT=off), twice in alternating processes; v15 with 1, 2 and 4
+#               queries per thread; configs/seed-shapes.json with the buffers and without; cases 8-11;
+#               and (when ncu is installed) the sections of case 200's collecting kernel
+#   -> v15collect/{seeds,lists}-{a,b}.*, seeds-q{1,2,4}.*, shapes-{on,off}.*, default.*, tests.log, ncu-200-collect.txt
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -104,7 +110,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -421,6 +427,31 @@ for step in "${steps[@]}"; do
         ncu -i "$OUT/v15seed/scan.ncu-rep" --page source --csv --print-source cuda,sass \
           >"$OUT/v15seed/ncu-200-scan-src.csv" 2>&1 || status=1
         rm -f "$OUT/v15seed/scan.ncu-rep"
+      fi
+      ;;
+    v15collect)
+      mkdir -p "$OUT/v15collect"
+      v15_tests "$OUT/v15collect"
+      for run in a b; do
+        measure "$OUT/v15collect/seeds-$run" -- --config configs/seeds.json --case 200,201 --version v14,v15,v16 \
+          --validate-queries 8192 --max-time 2
+        measure "$OUT/v15collect/lists-$run" KNN_V15_COLLECT=off -- --config configs/seeds.json --case 200,201 \
+          --version v15 --validate-queries 8192 --max-time 2
+      done
+      for q in 1 2 4; do
+        measure "$OUT/v15collect/seeds-q$q" KNN_V15_COLLECT_QUERIES=$q -- --config configs/seeds.json --case 200,201 \
+          --version v15 --validate-queries 8192 --max-time 2
+      done
+      for run in on off; do
+        measure "$OUT/v15collect/shapes-$run" KNN_V15_COLLECT=$run -- --config configs/seed-shapes.json --version v15 --max-time 2
+      done
+      measure "$OUT/v15collect/default" -- --case 8-11 --version v15 --max-time 2
+      if command -v ncu >/dev/null 2>&1; then
+        log "ncu: case 200's collecting kernel"
+        ncu --clock-control none -k regex:collect_kernel -s 0 -c 1 --section SpeedOfLight --section Occupancy \
+          --section WarpStateStats --section SchedulerStats --section LaunchStats "$bin" --config configs/seeds.json \
+          --case 200 --version v15 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate \
+          --quiet >"$OUT/v15collect/ncu-200-collect.txt" 2>&1 || status=1
       fi
       ;;
     gpuall)

@@ -27,6 +27,7 @@
 #include "kernels/common/exact_int8.hpp"
 #include "kernels/common/scan_plan.hpp"
 #include "kernels/common/scan_seed.hpp"
+#include "kernels/common/seed_collect.hpp"
 #include "kernels/common/tc_filter.hpp"
 #include "test_support.hpp"
 
@@ -58,15 +59,21 @@ struct V15Case {
   // The seed: KNN_V15_SEED ("" leaves it unset) and whether it must run.
   std::string seed = "";
   bool expect_seed = false;
+  // The seed's candidate buffers: KNN_V15_COLLECT and KNN_V15_COLLECT_QUERIES ("" leaves them
+  // unset), and whether they must run (checked where `seed` is set).
+  std::string collect = "";
+  std::string collect_queries = "";
+  bool expect_collect = false;
   std::string name() const {
-    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
+    return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
                        int8.empty() ? std::string() : "_int8" + int8, tc.empty() ? std::string() : "_tc" + tc,
                        f32.empty() ? std::string() : "_f32" + f32 + (f32_queries.empty() ? "" : "q" + f32_queries),
                        offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))),
                        tc_split.empty() ? std::string() : "_split" + tc_split,
                        shared_lists.empty() ? std::string() : "_shared" + shared_lists,
-                       seed.empty() ? std::string() : "_seed" + seed);
+                       seed.empty() ? std::string() : "_seed" + seed,
+                       collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries));
   }
 };
 
@@ -322,6 +329,7 @@ std::vector<V15Case> seed_cases() {
     V15Case c = make(dim, m, n, topk, self_join, dist, integer_max, checked_rows);
     c.seed = std::move(mode);
     c.expect_seed = expect;
+    c.expect_collect = expect && dim <= gpu::kCollectMaxDim;  // the buffers' automatic rule
     c.offset = offset;
     out.push_back(c);
   };
@@ -352,6 +360,37 @@ std::vector<V15Case> seed_cases() {
   add(2, gpu::kSeedMinQueries - 1, rows8, 8, false, Distribution::uniform, kDefaultIntegerMax, "auto", false);
   add(2, 0, rows32, 32, true, Distribution::uniform, kDefaultIntegerMax, "auto", true);
   add(2, 0, rows32 - 1, 32, true, Distribution::uniform, kDefaultIntegerMax, "auto", false);
+  return out;
+}
+
+// The seed's candidate buffers (kernels/common/seed_collect.hpp; the cases above take them at
+// k <= 5): 1, 2 and 4 queries per thread with queries left over in the last block; several splits
+// (few queries, many rows); buffers that fill and are cut back (whole numbers in [0, 3)^2 or
+// [0, 2)^3: hundreds of rows tie with the bound at distance 0 or 1); the seeded register lists
+// kept by KNN_V15_COLLECT=off.
+std::vector<V15Case> collect_cases() {
+  std::vector<V15Case> out;
+  const auto add = [&](int dim, int m, int n, int topk, bool self_join, Distribution dist, std::uint32_t integer_max,
+                       std::string collect, std::string queries) {
+    V15Case c = make(dim, m, n, topk, self_join, dist, integer_max);
+    c.seed = "on", c.expect_seed = true;
+    c.collect = std::move(collect), c.collect_queries = std::move(queries);
+    c.expect_collect = c.collect != "off";
+    out.push_back(c);
+  };
+  for (const char* q : {"1", "2", "4"}) {
+    add(2, 0, 5003, 32, true, Distribution::uniform, kDefaultIntegerMax, "", q);
+    add(3, 1000, 9001, 8, false, Distribution::clusters, kDefaultIntegerMax, "on", q);
+    add(5, 0, 4099, 16, true, Distribution::uniform, kDefaultIntegerMax, "", q);
+    add(2, 0, 3001, 32, true, Distribution::integers, 3, "", q);
+    add(3, 0, 3001, 8, true, Distribution::integers, 2, "", q);
+  }
+  add(1, 100, 40009, 9, false, Distribution::uniform, kDefaultIntegerMax, "", "");  // splits
+  add(4, 7, 30011, 32, false, Distribution::integers, 3, "", "");
+  add(2, 0, 40009, 2, true, Distribution::duplicates, kDefaultIntegerMax, "", "");
+  for (int dim : {2, 3, 5})
+    for (int topk : {8, 32}) add(dim, 0, 5003, topk, true, Distribution::uniform, kDefaultIntegerMax, "off", "");
+  add(3, 700, 5003, 9, false, Distribution::uniform, kDefaultIntegerMax, "off", "");
   return out;
 }
 
@@ -419,6 +458,8 @@ std::string check_against_v0(const V15Case& c) {
     const ScopedEnv split("KNN_V15_TC_SPLIT", c.tc_split);
     const ScopedEnv lists("KNN_V15_SHARED_LISTS", c.shared_lists);
     const ScopedEnv seed("KNN_V15_SEED", c.seed);
+    const ScopedEnv collect("KNN_V15_COLLECT", c.collect);
+    const ScopedEnv collect_queries("KNN_V15_COLLECT_QUERIES", c.collect_queries);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
@@ -448,6 +489,16 @@ std::string check_against_v0(const V15Case& c) {
   if (!c.seed.empty())
     EXPECT_EQ(ctx.path.find("; seeded: ") != std::string::npos, c.expect_seed)
         << c.name() << ": the seed " << (c.expect_seed ? "did not run" : "ran") << ": " << ctx.path;
+  if (!c.seed.empty()) {
+    EXPECT_EQ(ctx.path.find("candidate buffers:") != std::string::npos, c.expect_collect)
+        << c.name() << ": the candidate buffers " << (c.expect_collect ? "did not run" : "ran") << ": " << ctx.path;
+    if (c.expect_collect && !c.collect_queries.empty())
+      EXPECT_NE(ctx.path.find(fmt::format("; {} quer", c.collect_queries)), std::string::npos) << ctx.path;
+    // Whole numbers with a span of 2 or 3 in a self-join (one split): more rows tie at the bound than
+    // a buffer holds. (The join of 7 queries spreads its ties over 14 splits' buffers instead.)
+    if (c.expect_collect && c.self_join && c.dist == Distribution::integers && c.integer_max <= 3)
+      EXPECT_EQ(ctx.path.find(" 0 buffers cut back"), std::string::npos) << ctx.path;
+  }
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
@@ -509,6 +560,8 @@ INSTANTIATE_TEST_SUITE_P(GpuFp32, GpuV15, ::testing::ValuesIn(f32_cases()),
 INSTANTIATE_TEST_SUITE_P(GpuFilterTopk, GpuV15, ::testing::ValuesIn(topk_filter_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuSeed, GpuV15, ::testing::ValuesIn(seed_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuCollect, GpuV15, ::testing::ValuesIn(collect_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 
 // Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
@@ -1008,4 +1061,49 @@ TEST(V15SeedPlan, TakenOnlyWhereItApplies) {
   EXPECT_TRUE(plan(4096, 2048, 2, 32, 1, Mode::automatic).chosen);
   EXPECT_TRUE(plan(4096, 4096, 5, 8, 1, Mode::automatic).chosen);
   EXPECT_EQ(plan(4096, 4096, 6, 8, 1, Mode::automatic).why, "k = 6 > 5 (KNN_V15_SEED=on seeds up to k = 9)");
+}
+
+// The candidate buffers: where they run, their capacity, queries per thread and splits.
+TEST(V15CollectPlan, TakenOnlyWhereItAppliesAndFillsTheDevice) {
+  using env::Mode;
+  const long long resident = 132 * 16;  // an H100's SMs x 16 blocks of 128
+  const auto plan = [&](int m, int n, int dim, int topk, bool seeded = true, Mode mode = Mode::automatic, int q = 0) {
+    return gpu::plan_collect(m, n, dim, topk, seeded, resident, mode, q);
+  };
+  EXPECT_EQ(plan(5000, 5000, 2, 8, true, Mode::off).why, "KNN_V15_COLLECT=off");
+  EXPECT_EQ(plan(5000, 5000, 2, 8, false).why, "no seed");
+  EXPECT_EQ(plan(5000, 5000, 6, 8).why, "k = 6 (compiled for k <= 5)");
+  EXPECT_EQ(plan(5000, 5000, 2, 2).capacity, gpu::kCollectMinCapacity);
+  EXPECT_EQ(plan(5000, 5000, 2, 32).capacity, 4 * 32);
+  // Case 200: 200 064 queries make 782 blocks at two queries per thread, over a quarter of the
+  // resident blocks (528); three splits would fill the device, the budget allows two.
+  const gpu::CollectPlan c200 = plan(200064, 200064, 2, 32);
+  EXPECT_TRUE(c200.chosen);
+  EXPECT_EQ(c200.queries_per_thread, 2);
+  EXPECT_EQ(c200.query_groups, 782);
+  EXPECT_EQ(c200.splits, 2);
+  EXPECT_LE(c200.buffer_bytes(200064), gpu::kCollectBudget);
+  // Case 201 (8192 queries): one query per thread, four splits.
+  EXPECT_EQ(plan(8192, 8192, 2, 32).queries_per_thread, 1);
+  EXPECT_EQ(plan(8192, 8192, 2, 32).splits, 4);
+  // Enough queries for four per thread and a whole wave: no split.
+  const gpu::CollectPlan big = plan(512 * int(resident), 1 << 20, 3, 2);
+  EXPECT_EQ(big.queries_per_thread, 4);
+  EXPECT_EQ(big.splits, 1);
+  EXPECT_EQ(plan(128 * int(resident), 1 << 20, 3, 2).queries_per_thread, 4);
+  EXPECT_EQ(plan(128 * int(resident) - 512, 1 << 20, 3, 2).queries_per_thread, 2);
+  // Few queries: splits of at least kCollectMinRowsPerSplit rows.
+  const gpu::CollectPlan few = plan(100, 40009, 1, 9);
+  EXPECT_EQ(few.query_groups, 1);
+  EXPECT_EQ(few.splits, 40009 / gpu::kCollectMinRowsPerSplit);
+  EXPECT_EQ(plan(100, 2047, 1, 9).splits, 1);
+  // A forced Q.
+  EXPECT_EQ(plan(200064, 200064, 2, 32, true, Mode::automatic, 4).queries_per_thread, 4);
+  EXPECT_EQ(plan(200064, 200064, 2, 32, true, Mode::automatic, 4).query_groups, 391);
+  // The budget: splits shrink first; without room for one split the buffers are not taken.
+  const int m_one = int(gpu::kCollectBudget / (128 * sizeof(unsigned long long)));
+  EXPECT_EQ(plan(m_one / 2, 1 << 22, 2, 32).splits, 2);  // three would fill the device
+  EXPECT_TRUE(plan(m_one, 1 << 22, 2, 32).chosen);
+  EXPECT_EQ(plan(m_one, 1 << 22, 2, 32).splits, 1);
+  EXPECT_EQ(plan(m_one + 1, 1 << 22, 2, 32).why, "the buffers would take 512 MiB (at most 512)");
 }

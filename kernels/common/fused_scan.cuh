@@ -299,4 +299,31 @@ __global__ void __launch_bounds__(kScanBlock, 1) scan_kernel(Args a) {
   }
 }
 
+// The dimensions the scan compiles in (the others take the run-time loop).
+inline bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 4 || dim == 5 || dim == 8 || dim == 16; }
+
+// (Templates, so that only a file that calls them compiles every scan kernel.)
+template <List L>
+auto pick_dim(int dim) {
+  switch (dim) {
+    case 1: return scan_kernel<1, L>;
+    case 2: return scan_kernel<2, L>;
+    case 3: return scan_kernel<3, L>;
+    case 4: return scan_kernel<4, L>;
+    case 5: return scan_kernel<5, L>;
+    case 8: return scan_kernel<8, L>;
+    case 16: return scan_kernel<16, L>;
+    default: return scan_kernel<0, L>;
+  }
+}
+
+// The scan kernel for k dimensions and list l.
+template <int Unused = 0>
+auto pick_kernel(int dim, List l) {
+  return l == List::one          ? pick_dim<List::one>(dim)
+         : l == List::eight      ? pick_dim<List::eight>(dim)
+         : l == List::thirty_two ? pick_dim<List::thirty_two>(dim)
+                                 : pick_dim<List::heap>(dim);
+}
+
 }  // namespace knn::gpu::scan

@@ -1,0 +1,222 @@
+// SeedCollect: the collecting kernel (exact distances against each query's bound, the rows below
+// it appended to the query's buffer) and the selection of each query's topk from its buffers
+// (kernels/common/seed_collect.hpp says why).
+#include "kernels/common/seed_collect_device.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/cuda/device.hpp"
+#include "core/cuda/error.hpp"
+#include "kernels/common/fused_scan.cuh"
+
+namespace knn::gpu {
+namespace {
+
+// A block stages this many float4s of rows in shared memory at a time (8 KiB).
+constexpr int kTileFloat4 = 512;
+constexpr int kSelectBlock = 128;
+
+struct Args {
+  const float* __restrict__ queries;
+  const float4* __restrict__ references;  // padded to a multiple of 4 rows
+  int dim, m, n, topk, splits, capacity;
+  bool self_join;
+  const std::int32_t* __restrict__ order;  // query slot -> query (the seed's Morton order)
+  const float* __restrict__ bound;         // by query
+  unsigned long long* keys;                // [(slot · splits + split) · capacity + e]
+  int* counts;                             // [slot · splits + split]
+  unsigned long long* stats;               // appended keys, cuts
+};
+
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Moves `x` down the max-heap k[0..size) from `pos`.
+__device__ __forceinline__ void sift(unsigned long long* k, int pos, int size, unsigned long long x) {
+  for (;;) {
+    int child = 2 * pos + 1;
+    if (child >= size) break;
+    if (child + 1 < size && k[child + 1] > k[child]) ++child;
+    if (k[child] <= x) break;
+    k[pos] = k[child];
+    pos = child;
+  }
+  k[pos] = x;
+}
+
+// Cuts a full buffer back to its topk smallest keys (slots 0..topk-1, as a max-heap) and returns
+// the largest of them's distance: a row of the same thread's later ones (larger indices) enters
+// the answer only below it. Rare: only where the seed's bound let more than `capacity` rows in.
+// Inlined: as a call it took the collecting kernel at k = 2 from 40 to 64 registers with one query
+// per thread and from 48 to 96 with two (the registers kept across the call), and case 200 took
+// 13.6 ms on an H200 (results/h200/v15/collect-call/) against 12.3-12.5 inlined on an H100.
+__device__ __forceinline__ float cut(unsigned long long* k, int capacity, int topk) {
+  for (int i = topk / 2 - 1; i >= 0; --i) sift(k, i, topk, k[i]);
+  for (int j = topk; j < capacity; ++j)
+    if (k[j] < k[0]) sift(k, 0, topk, k[j]);
+  return __uint_as_float(unsigned(k[0] >> 32));
+}
+
+// One thread: Q query slots (slot = (group · Q + u) · block + thread, so a warp's lanes hold
+// neighbours in Morton order), the rows of its block's split staged in shared memory, 4 at a time.
+template <int DIM, int Q>
+__global__ void __launch_bounds__(kCollectBlock) collect_kernel(Args a) {
+  constexpr int kTile = kTileFloat4 / DIM;  // row groups per tile
+  __shared__ float4 tile[kTile * DIM];
+  const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
+  int q[Q], count[Q], slot[Q];
+  float query[Q][DIM], bound[Q];
+#pragma unroll
+  for (int u = 0; u < Q; ++u) {
+    slot[u] = (group * Q + u) * kCollectBlock + threadIdx.x;
+    const bool active = slot[u] < a.m;
+    q[u] = a.order[active ? slot[u] : a.m - 1];
+#pragma unroll
+    for (int t = 0; t < DIM; ++t) query[u][t] = __ldg(a.queries + std::size_t(q[u]) * DIM + t);
+    bound[u] = active ? a.bound[q[u]] : -INFINITY;  // an idle slot admits nothing
+    count[u] = 0;
+  }
+  unsigned long long appended = 0, cuts = 0;
+  const int groups = (a.n + kScanGroup - 1) / kScanGroup;
+  const int g_begin = int((long long)groups * split / a.splits), g_end = int((long long)groups * (split + 1) / a.splits);
+  for (int t0 = g_begin; t0 < g_end; t0 += kTile) {  // every thread of the block reaches the barriers
+    const int tg = min(kTile, g_end - t0);
+    __syncthreads();
+    for (int i = threadIdx.x; i < tg * DIM; i += kCollectBlock) tile[i] = __ldg(a.references + std::size_t(t0) * DIM + i);
+    __syncthreads();
+#pragma unroll 2
+    for (int t = 0; t < tg; ++t) {
+      float4 rows[DIM];
+#pragma unroll
+      for (int c = 0; c < DIM; ++c) rows[c] = tile[t * DIM + c];
+      float d[Q][kScanGroup];
+      scan::group_distances<DIM, Q>(query, rows, d);
+      bool hit = false;
+#pragma unroll
+      for (int u = 0; u < Q; ++u)
+#pragma unroll
+        for (int j = 0; j < kScanGroup; ++j) hit |= d[u][j] < bound[u];
+      if (!hit) continue;
+      const int row0 = (t0 + t) * kScanGroup;
+#pragma unroll
+      for (int u = 0; u < Q; ++u)
+#pragma unroll
+        for (int j = 0; j < kScanGroup; ++j) {
+          const int row = row0 + j;  // padding rows (row >= n) and the query itself are no candidates
+          if (!(d[u][j] < bound[u]) || row >= a.n || (a.self_join && row == q[u])) continue;
+          unsigned long long* buffer = a.keys + (std::size_t(slot[u]) * a.splits + split) * a.capacity;
+          buffer[count[u]] = scan::pack(d[u][j], row);
+          ++appended;
+          if (++count[u] == a.capacity) {
+            bound[u] = fminf(bound[u], cut(buffer, a.capacity, a.topk));
+            count[u] = a.topk, ++cuts;
+          }
+        }
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < Q; ++u)
+    if (slot[u] < a.m) a.counts[std::size_t(slot[u]) * a.splits + split] = count[u];
+  appended = warp_sum(appended), cuts = warp_sum(cuts);
+  if (threadIdx.x % 32 == 0 && appended > 0) atomicAdd(a.stats, appended);
+  if (threadIdx.x % 32 == 0 && cuts > 0) atomicAdd(a.stats + 1, cuts);
+}
+
+// One warp per query slot: topk rounds of a warp-wide minimum over the slot's buffers, each round
+// above the last key taken (keys are distinct: one per row).
+__global__ void select_kernel(Args a, std::int32_t* __restrict__ indices, float* __restrict__ distances) {
+  const long long s = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (s >= a.m) return;  // the whole warp
+  const std::size_t q = std::size_t(a.order[s]);
+  const unsigned long long* keys = a.keys + std::size_t(s) * a.splits * a.capacity;
+  const int* counts = a.counts + std::size_t(s) * a.splits;
+  unsigned long long low = 0;
+  for (int r = 0; r < a.topk; ++r) {
+    unsigned long long best = ~0ull;
+    for (int p = 0; p < a.splits; ++p) {
+      const int c = counts[p];
+      for (int e = lane; e < c; e += 32) {
+        const unsigned long long x = keys[std::size_t(p) * a.capacity + e];
+        best = x >= low && x < best ? x : best;
+      }
+    }
+    for (int o = 16; o > 0; o /= 2) best = min(best, __shfl_xor_sync(0xffffffffu, best, o));
+    if (best == ~0ull) {  // fewer candidates than topk: v0's empty slots
+      for (int t = r + lane; t < a.topk; t += 32) distances[q * a.topk + t] = INFINITY, indices[q * a.topk + t] = -1;
+      return;
+    }
+    if (lane == 0)
+      distances[q * a.topk + r] = __uint_as_float(unsigned(best >> 32)), indices[q * a.topk + r] = std::int32_t(best & 0xffffffffu);
+    low = best + 1;
+  }
+}
+
+using Kernel = void (*)(Args);
+
+template <int Q>
+Kernel pick_dim(int dim) {
+  switch (dim) {
+    case 1: return collect_kernel<1, Q>;
+    case 2: return collect_kernel<2, Q>;
+    case 3: return collect_kernel<3, Q>;
+    case 4: return collect_kernel<4, Q>;
+    case 5: return collect_kernel<5, Q>;
+    default: return nullptr;
+  }
+}
+static_assert(kCollectMaxDim == 5, "pick_dim compiles k = 1 .. kCollectMaxDim");
+
+Kernel pick(int dim, int queries_per_thread) {
+  return queries_per_thread == 4 ? pick_dim<4>(dim) : queries_per_thread == 2 ? pick_dim<2>(dim) : pick_dim<1>(dim);
+}
+
+}  // namespace
+
+SeedCollect::SeedCollect(const CollectPlan& plan, int m, int topk, cudaStream_t stream)
+    : plan_(plan), m_(m), topk_(topk), keys_(std::size_t(m) * plan.splits * plan.capacity, stream), stats_(2, stream),
+      counts_(std::size_t(m) * plan.splits, stream) {}
+
+const void* SeedCollect::kernel(int dim, int queries_per_thread) {
+  return reinterpret_cast<const void*>(pick(dim, queries_per_thread));
+}
+
+void SeedCollect::enqueue(const float* queries, const float* references, int dim, int n, bool self_join,
+                          const std::int32_t* order, const float* bound, std::int32_t* indices, float* distances,
+                          cudaStream_t stream) {
+  Args a{queries, reinterpret_cast<const float4*>(references), dim, m_, n, topk_, plan_.splits, plan_.capacity,
+         self_join, order, bound, keys_.data(), counts_.data(), stats_.data()};
+  KNN_CUDA_TRY(cudaMemsetAsync(stats_.data(), 0, 2 * sizeof(unsigned long long), stream));
+  const Kernel k = pick(dim, plan_.queries_per_thread);
+  if (k == nullptr) throw std::logic_error("SeedCollect: no kernel for this k");
+  k<<<int(plan_.blocks()), kCollectBlock, 0, stream>>>(a);
+  KNN_CUDA_CHECK_LAUNCH();
+  select_kernel<<<cuda::divup((long long)m_ * 32, kSelectBlock), kSelectBlock, 0, stream>>>(a, indices, distances);
+  KNN_CUDA_CHECK_LAUNCH();
+}
+
+std::string SeedCollect::path(int dim, cudaStream_t stream) const {
+  unsigned long long n[2] = {0, 0};  // appended, cuts
+  KNN_CUDA_TRY(cudaMemcpyAsync(n, stats_.data(), sizeof n, cudaMemcpyDeviceToHost, stream));
+  KNN_CUDA_TRY(cudaStreamSynchronize(stream));
+  const CollectPlan& c = plan_;
+  return fmt::format(
+      "k={} compiled in, candidate buffers: every row's exact distance compared with the query's bound, those below it "
+      "appended to a buffer of {} keys per query and split ({} in all, {:.1f} per query; {} buffer{} cut back to topk), "
+      "then each query's {} smallest taken by a warp; {} quer{} per thread, blocks of {}, {} query group{} x {} split{}, "
+      "1 chunk (copy on one stream, search on another)",
+      dim, c.capacity, n[0], double(n[0]) / m_, n[1], n[1] == 1 ? "" : "s", topk_, c.queries_per_thread,
+      c.queries_per_thread == 1 ? "y" : "ies", kCollectBlock, c.query_groups, c.query_groups == 1 ? "" : "s", c.splits,
+      c.splits == 1 ? "" : "s");
+}
+
+std::size_t SeedCollect::device_bytes(const CollectPlan& plan, int m) {
+  return plan.buffer_bytes(m) + std::size_t(m) * plan.splits * sizeof(int) + 2 * sizeof(unsigned long long);
+}
+
+}  // namespace knn::gpu

@@ -1,0 +1,87 @@
+#pragma once
+// v15's candidate buffers for seeded scans (kernels/common/scan_seed.hpp gives every query a bound
+// on its topk-th distance). Instead of a sorted list of topk pairs per query in registers, a
+// thread keeps only its queries' coordinates and bounds, compares each row's exact distance with
+// the bound (one comparison per pair, no list walk) and appends the few rows below it to a buffer
+// of `capacity` (distance, index) keys in global memory, one per (query, split). A buffer that
+// fills is cut back to its topk smallest keys by its own thread, and the bound drops to the
+// topk-th of them. A last kernel takes each query's topk smallest keys from its buffers. The
+// registers freed from the lists let more warps hide the loads: this is what made the seeded
+// self-join fast. plan_collect is pure C++ (tested on the CPU); seed_collect.cu runs it.
+#include <algorithm>
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/common/env_knob.hpp"
+#include "kernels/common/scan_seed.hpp"
+
+namespace knn::gpu {
+
+// Compiled for k = 1 .. kCollectMaxDim (the seed's automatic rule stops at 5 as well).
+constexpr int kCollectMaxDim = 5;
+// A buffer holds max(kCollectMinCapacity, kCollectPerTopk · topk) keys.
+constexpr int kCollectPerTopk = 4, kCollectMinCapacity = 32;
+// The buffers (8 bytes a key, one buffer per query and split) take at most this many bytes: the
+// splits shrink before they grow past it, and without room for one split the lists keep the scan.
+constexpr std::size_t kCollectBudget = std::size_t(512) << 20;
+// A split scans at least this many rows.
+constexpr long long kCollectMinRowsPerSplit = 2048;
+// Threads per block of the collecting kernel.
+constexpr int kCollectBlock = 128;
+
+struct CollectPlan {
+  bool chosen = false;
+  int queries_per_thread = 1;  // Q (1, 2 or 4: a template constant)
+  int query_groups = 1;        // blocks along the queries: ceil(m / (Q · kCollectBlock))
+  int splits = 1;              // blocks along the rows
+  int capacity = 0;            // keys per buffer
+  std::string why;             // why not, when not chosen
+  long long blocks() const { return (long long)query_groups * splits; }
+  std::size_t buffer_bytes(int m) const { return std::size_t(m) * splits * capacity * sizeof(unsigned long long); }
+};
+
+// KNN_V15_COLLECT: auto (wherever the seed runs at k <= kCollectMaxDim), off (the register lists),
+// on (the same as auto: the buffers never change an answer). KNN_V15_COLLECT_QUERIES: 1, 2 or 4
+// queries per thread instead of the rule below.
+inline env::Mode collect_mode_from_environment() { return env::mode_knob("KNN_V15_COLLECT"); }
+inline int collect_queries_from_environment() {
+  const std::optional<int> q = env::int_knob("KNN_V15_COLLECT_QUERIES", 1, 4, "v15", " (1, 2 or 4)");
+  if (q == 3) throw std::invalid_argument("v15: KNN_V15_COLLECT_QUERIES = '3': must be 1, 2 or 4");
+  return q.value_or(0);
+}
+
+// The candidate buffers for a seeded scan of m queries against n rows; `resident_blocks` is how
+// many blocks of the collecting kernel the device holds at once; `queries` forces Q (0: the rule:
+// the most queries per thread, 4 or 2, that still make a quarter of the resident blocks, else 1;
+// then splits of the rows until the device is full). On an H200, case 200 (200 064 queries) took
+// 12.7 ms with 2 or 4 queries per thread against 13.6 with 1, case 201 (8192) 0.40 ms with 1 against
+// 0.42 and 0.50 (results/h100/v15/collect/).
+inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, long long resident_blocks, env::Mode mode,
+                                int queries = 0) {
+  CollectPlan c;
+  c.capacity = std::max(kCollectMinCapacity, kCollectPerTopk * topk);
+  const std::size_t one_split = std::size_t(m) * c.capacity * sizeof(unsigned long long);
+  if (mode == env::Mode::off) c.why = "KNN_V15_COLLECT=off";
+  else if (!seeded) c.why = "no seed";
+  else if (dim > kCollectMaxDim)
+    c.why = "k = " + std::to_string(dim) + " (compiled for k <= " + std::to_string(kCollectMaxDim) + ")";
+  else if (one_split > kCollectBudget)
+    c.why = "the buffers would take " + std::to_string(one_split >> 20) + " MiB (at most " +
+            std::to_string(kCollectBudget >> 20) + ")";
+  else c.chosen = true;
+  if (!c.chosen) return c;
+  const long long target = std::max(1LL, resident_blocks);
+  const auto groups_for = [&](int q) { return (m + (long long)q * kCollectBlock - 1) / ((long long)q * kCollectBlock); };
+  const long long enough = std::max(1LL, target / 4);
+  c.queries_per_thread = queries > 0 ? queries : groups_for(4) >= enough ? 4 : groups_for(2) >= enough ? 2 : 1;
+  c.query_groups = int(groups_for(c.queries_per_thread));
+  long long splits = (target + c.query_groups - 1) / c.query_groups;
+  splits = std::min(splits, std::max(1LL, (long long)n / kCollectMinRowsPerSplit));
+  splits = std::min<long long>(splits, std::max<std::size_t>(1, kCollectBudget / one_split));
+  c.splits = int(std::max(1LL, splits));
+  return c;
+}
+
+}  // namespace knn::gpu
