@@ -106,12 +106,22 @@ std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, in
 
 // The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread
 // (its lists are the keys in global memory: no partial lists, so no budget for them).
-gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries = 0) {
+// `single`: one chunk (the candidate buffers taken first).
+gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries, bool single) {
   const List l = list_for(p.topk);
   if (filter_queries > 0)
     return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp());
-  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks, p.self_join || l == List::heap,
-                        chunk_ramp());
+  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
+                        p.self_join || l == List::heap || single, chunk_ramp());
+}
+
+// The candidate buffers before the filters and a chunked copy (kernels/common/seed_collect.hpp),
+// with fp32 scores only (exact distances for every pair took case 405 1340 ms), and never where a
+// filter is asked for (KNN_V15_TC=on, KNN_V15_FP32_FILTER=on).
+bool buffers_first(const knn::Problem& p) {
+  const knn::env::Mode on = knn::env::Mode::on;
+  return gpu::tc_mode_from_environment() != on && gpu::fp32_mode_from_environment() != on && gpu::plan_collect_scores(p).chosen &&
+         gpu::collect_first(p.m, p.n, p.dim, p.topk, gpu::collect_mode_from_environment(), gpu::seed_mode_from_environment());
 }
 
 // The seed for the scan (kernels/common/scan_seed.hpp); never with a filter.
@@ -121,27 +131,13 @@ gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::ScanPlan& plan, bool f
 }
 
 // The seed's candidate buffers (kernels/common/seed_collect.hpp) for the device `ordinal`.
-gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, int ordinal, int sm_count) {
-  const void* k = gpu::SeedCollect::kernel(p.dim, 1);
-  const int per_sm = k == nullptr ? 1 : cuda::resident_blocks_per_sm(ordinal, k, gpu::kCollectBlock);
-  return gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, (long long)std::max(1, per_sm) * sm_count,
-                           gpu::collect_mode_from_environment(), gpu::collect_queries_from_environment());
-}
-
-// How the filters' keys become the answer.
-std::string filter_lists_text(int topk) {
-  return topk == 1 ? "best pair merged by atomicMin"
-                   : fmt::format("each query's {} best keys kept by cascades of atomicMin, sorted at the end", topk);
-}
-
-// "N chunks of a, b, ... MiB (copy on one stream, search on another)" for the path.
-std::string chunks_text(const std::vector<int>& rows, int dim) {
-  const int chunks = int(rows.size()) - 1;
-  std::string sizes;
-  for (int c = 0; c < chunks && chunks > 1; ++c)
-    sizes += fmt::format("{}{:.3g}", c ? ", " : " of ", double(rows[c + 1] - rows[c]) * dim * 4 / (1 << 20));
-  return fmt::format("{} chunk{}{} (copy on one stream, search on another{})", chunks, chunks == 1 ? "" : "s",
-                     sizes.empty() ? "" : sizes + " MiB", chunk_ramp() ? "" : "; KNN_V15_RAMP=0");
+// With fp32 scores where the values' range is known (gpu::plan_collect_scores).
+gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, int sm_count) {
+  const gpu::Fp32Plan scores = gpu::plan_collect_scores(p);
+  gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, sm_count, gpu::collect_mode_from_environment(),
+                                         gpu::collect_queries_from_environment());
+  c.scores = scores.chosen, c.center = scores.center, c.band = scores.band;
+  return c;
 }
 
 // Partial lists go through the merge unless each query has exactly one (written in place) or
@@ -166,21 +162,22 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const int tc_per_sm =
       tc_kernel == nullptr ? 0
                            : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
-  const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
-                                      (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
+  const bool first = buffers_first(p);
+  const gpu::TcPlan tc = first ? gpu::TcPlan{} : gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
+                                                              (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
   // The fp32 filter is planned only where the tensor-core filter is not taken (its reason is then
   // never printed).
-  const gpu::Fp32Plan f32 = tc.chosen ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
+  const gpu::Fp32Plan f32 = tc.chosen || first ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
   const bool filter = tc.chosen || f32.chosen;
   const Kernel scan_kernel =
       !f32.chosen ? gpu::scan::pick_kernel(p.dim, list) : f32.queries_per_thread == 4 ? pick_fp32<4>(p.dim) : pick_fp32<8>(p.dim);
   const int per_sm =
       cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(scan_kernel), gpu::kScanBlock);
   const gpu::ScanPlan plan =
-      plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, f32.chosen ? f32.queries_per_thread : 0);
+      plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, f32.chosen ? f32.queries_per_thread : 0, first);
   const Kernel kernel = tc.chosen ? tc_kernel : scan_kernel;
   const gpu::SeedPlan seed = seed_plan(p, plan, filter);
-  const gpu::CollectPlan collect = collect_plan(p, seed, info.ordinal, info.sm_count);
+  const gpu::CollectPlan collect = collect_plan(p, seed, info.sm_count);
   const long long partials = filter || collect.chosen ? 1 : plan.partials();
   const bool merge = !filter && !collect.chosen && needs_merge(plan, list);
   const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
@@ -305,7 +302,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
         double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
         gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
-        chunks_text(chunk_rows, p.dim), filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
+        gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), gpu::filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
     return;
   }
   if (f32.chosen) {
@@ -317,7 +314,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         p.dim, f32.queries_per_thread, f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
-        plan.splits == 1 ? "" : "s", chunks_text(chunk_rows, p.dim), filter_lists_text(p.topk), tc.why);
+        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), gpu::filter_lists_text(p.topk), tc.why);
     return;
   }
   if (collector) {
@@ -330,7 +327,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), list_name(list),
       plan.queries_per_thread, plan.queries_per_thread == 1 ? "y" : "ies", gpu::kScanBlock, plan.query_threads,
       plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
-      chunks_text(chunk_rows, p.dim), partials, partials == 1 ? "" : "s",
+      gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), partials, partials == 1 ? "" : "s",
       list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
   ctx.path += seed.chosen ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
                                         "queries scanned in that order; candidate buffers not taken: {}", seed.window, collect.why)
@@ -345,14 +342,15 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
-  const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count));
+  const bool first = buffers_first(p);
+  const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count), 0, first);
   std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float)) +
                       p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
   bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));
   // The filters' keys (both filters' plans depend on the knobs, the values and the device's compute capability).
-  const gpu::TcPlan tc = gpu::plan_tc(p, gpu::tc_mode_from_environment(),
-                                      env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join);
-  const bool filter = tc.chosen || gpu::plan_fp32(p, gpu::fp32_mode_from_environment()).chosen;
+  const gpu::TcPlan tc = first ? gpu::TcPlan{} : gpu::plan_tc(p, gpu::tc_mode_from_environment(),
+                                                              env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join);
+  const bool filter = !first && (tc.chosen || gpu::plan_fp32(p, gpu::fp32_mode_from_environment()).chosen);
   if (filter && p.topk > 1)
     bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::PartialMerge::device_bytes(p.m, p.topk) + 8;
   else if (list == List::one || filter)
@@ -360,7 +358,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const gpu::SeedPlan seed = seed_plan(p, plan, filter);
   if (seed.chosen) bytes += gpu::ScanSeed::device_bytes(p.m, p.n, p.dim, p.self_join);
   // The candidate buffers at their largest (every split the budget allows).
-  if (const gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, 1LL << 30, gpu::collect_mode_from_environment()); c.chosen)
+  if (const gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, 1 << 20, gpu::collect_mode_from_environment()); c.chosen)
     return bytes + gpu::SeedCollect::device_bytes(c, p.m);
   if (!filter && needs_merge(plan, list)) {
     const long long per_query = plan.partials() * p.topk;

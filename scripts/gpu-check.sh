@@ -58,11 +58,13 @@
 #               200's seeded scan kernel
 #   -> v15seed/{seeds,unseeded}-{a,b}.*, shapes-{off,on}.*, default.*, sweep.*, tests.log, ncu-200-scan{.txt,-src.csv}
 #   v15collect  v15's candidate buffers for seeded scans (KNN_V15_COLLECT): every v15 test (GPU and CPU),
-#               then cases 200 and 201 (seeds.json) with v14, v15 and v16 at the defaults and v15 with the
-#               register lists (KNN_V15_COLLECT=off), twice in alternating processes; v15 with 1, 2 and 4
-#               queries per thread; configs/seed-shapes.json with the buffers and without; cases 8-11;
-#               and (when ncu is installed) the sections of case 200's collecting kernel
-#   -> v15collect/{seeds,lists}-{a,b}.*, seeds-q{1,2,4}.*, shapes-{on,off}.*, default.*, tests.log, ncu-200-collect.txt
+#               then cases 200, 201 and 405 (seeds.json) with v14, v15 and v16 at the defaults and v15 with
+#               the buffers off (register lists or the tensor-core filter), twice in alternating processes;
+#               v15 with exact distances for every pair (KNN_V15_COLLECT_SCORES=off), with 1 and 4 queries
+#               per thread; configs/seed-shapes.json and tc-topk-shapes.json with the buffers and without;
+#               cases 8-11; and (when ncu is installed) the sections of cases 200's and 405's collecting kernels
+#   -> v15collect/{seeds,lists}-{a,b}.*, exact.*, seeds-q{1,4}.*, {shapes,tc-topk-shapes}-{on,off}.*, default.*,
+#      tests.log, ncu-{200,405}-collect.txt, collect-sass.txt (cases 405's and 200's kernels)
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -433,25 +435,36 @@ for step in "${steps[@]}"; do
       mkdir -p "$OUT/v15collect"
       v15_tests "$OUT/v15collect"
       for run in a b; do
-        measure "$OUT/v15collect/seeds-$run" -- --config configs/seeds.json --case 200,201 --version v14,v15,v16 \
+        measure "$OUT/v15collect/seeds-$run" -- --config configs/seeds.json --case 200,201,405 --version v14,v15,v16 \
           --validate-queries 8192 --max-time 2
-        measure "$OUT/v15collect/lists-$run" KNN_V15_COLLECT=off -- --config configs/seeds.json --case 200,201 \
+        measure "$OUT/v15collect/lists-$run" KNN_V15_COLLECT=off -- --config configs/seeds.json --case 200,201,405 \
           --version v15 --validate-queries 8192 --max-time 2
       done
-      for q in 1 2 4; do
-        measure "$OUT/v15collect/seeds-q$q" KNN_V15_COLLECT_QUERIES=$q -- --config configs/seeds.json --case 200,201 \
+      measure "$OUT/v15collect/exact" KNN_V15_COLLECT_SCORES=off -- --config configs/seeds.json --case 200,201,405 \
+        --version v15 --validate-queries 8192 --max-time 2
+      for q in 1 4; do
+        measure "$OUT/v15collect/seeds-q$q" KNN_V15_COLLECT_QUERIES=$q -- --config configs/seeds.json --case 200,201,405 \
           --version v15 --validate-queries 8192 --max-time 2
       done
       for run in on off; do
         measure "$OUT/v15collect/shapes-$run" KNN_V15_COLLECT=$run -- --config configs/seed-shapes.json --version v15 --max-time 2
+        measure "$OUT/v15collect/tc-topk-shapes-$run" KNN_V15_COLLECT=$run -- --config configs/tc-topk-shapes.json \
+          --version v15 --max-time 2
       done
       measure "$OUT/v15collect/default" -- --case 8-11 --version v15 --max-time 2
+      obj="$BUILD_DIR/CMakeFiles/knn_versions.dir/kernels/common/seed_collect.cu.o"
+      if command -v cuobjdump >/dev/null 2>&1 && [ -f "$obj" ]; then  # the SASS of case 405's and 200's kernels
+        cuobjdump -sass "$obj" | awk '/Function : /{f=($0 ~ /collect_kernelILi5ELi4ELb1|collect_kernelILi2ELi2ELb1/)} f' \
+          >"$OUT/v15collect/collect-sass.txt" 2>&1 || status=1
+      fi
       if command -v ncu >/dev/null 2>&1; then
-        log "ncu: case 200's collecting kernel"
-        ncu --clock-control none -k regex:collect_kernel -s 0 -c 1 --section SpeedOfLight --section Occupancy \
-          --section WarpStateStats --section SchedulerStats --section LaunchStats "$bin" --config configs/seeds.json \
-          --case 200 --version v15 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate \
-          --quiet >"$OUT/v15collect/ncu-200-collect.txt" 2>&1 || status=1
+        for c in 200 405; do
+          log "ncu: case $c's collecting kernel"
+          ncu --clock-control none -k regex:collect_kernel -s 0 -c 1 --section SpeedOfLight --section Occupancy \
+            --section WarpStateStats --section SchedulerStats --section LaunchStats "$bin" --config configs/seeds.json \
+            --case $c --version v15 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate \
+            --quiet >"$OUT/v15collect/ncu-$c-collect.txt" 2>&1 || status=1
+        done
       fi
       ;;
     gpuall)

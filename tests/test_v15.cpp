@@ -64,6 +64,9 @@ struct V15Case {
   std::string collect = "";
   std::string collect_queries = "";
   bool expect_collect = false;
+  // KNN_V15_COLLECT_SCORES ("" leaves it unset): the buffers take fp32 scores wherever the values
+  // are examined (every case that sets `collect`) unless it is off.
+  std::string collect_scores = "";
   std::string name() const {
     return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
@@ -73,7 +76,7 @@ struct V15Case {
                        tc_split.empty() ? std::string() : "_split" + tc_split,
                        shared_lists.empty() ? std::string() : "_shared" + shared_lists,
                        seed.empty() ? std::string() : "_seed" + seed,
-                       collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries));
+                       collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores));
   }
 };
 
@@ -371,23 +374,36 @@ std::vector<V15Case> seed_cases() {
 std::vector<V15Case> collect_cases() {
   std::vector<V15Case> out;
   const auto add = [&](int dim, int m, int n, int topk, bool self_join, Distribution dist, std::uint32_t integer_max,
-                       std::string collect, std::string queries) {
-    V15Case c = make(dim, m, n, topk, self_join, dist, integer_max);
+                       std::string collect, std::string queries, float offset = 0.f, int checked_rows = 0) {
+    V15Case c = make(dim, m, n, topk, self_join, dist, integer_max, checked_rows);
+    c.offset = offset;
     c.seed = "on", c.expect_seed = true;
     c.collect = std::move(collect), c.collect_queries = std::move(queries);
     c.expect_collect = c.collect != "off";
     out.push_back(c);
   };
   for (const char* q : {"1", "2", "4"}) {
-    add(2, 0, 5003, 32, true, Distribution::uniform, kDefaultIntegerMax, "", q);
+    add(2, 0, 5003, 32, true, Distribution::uniform, kDefaultIntegerMax, "auto", q);
     add(3, 1000, 9001, 8, false, Distribution::clusters, kDefaultIntegerMax, "on", q);
-    add(5, 0, 4099, 16, true, Distribution::uniform, kDefaultIntegerMax, "", q);
-    add(2, 0, 3001, 32, true, Distribution::integers, 3, "", q);
-    add(3, 0, 3001, 8, true, Distribution::integers, 2, "", q);
+    add(5, 0, 4099, 16, true, Distribution::uniform, kDefaultIntegerMax, "auto", q);
+    add(2, 0, 3001, 32, true, Distribution::integers, 3, "auto", q);
+    add(3, 0, 3001, 8, true, Distribution::integers, 2, "auto", q);
   }
-  add(1, 100, 40009, 9, false, Distribution::uniform, kDefaultIntegerMax, "", "");  // splits
-  add(4, 7, 30011, 32, false, Distribution::integers, 3, "", "");
-  add(2, 0, 40009, 2, true, Distribution::duplicates, kDefaultIntegerMax, "", "");
+  add(1, 100, 40009, 9, false, Distribution::uniform, kDefaultIntegerMax, "auto", "");  // splits
+  add(4, 7, 30011, 32, false, Distribution::integers, 3, "auto", "");
+  add(2, 0, 40009, 2, true, Distribution::duplicates, kDefaultIntegerMax, "auto", "");
+  add(3, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, "auto", "", 6400.f);  // values far from 0
+  // Exact distances for every pair with the values known (KNN_V15_COLLECT_SCORES=off).
+  for (int dim : {2, 5}) {
+    add(dim, 0, 5003, 32, true, Distribution::uniform, kDefaultIntegerMax, "auto", "2");
+    out.back().collect_scores = "off";
+  }
+  add(3, 0, 3001, 8, true, Distribution::integers, 2, "auto", "1");
+  out.back().collect_scores = "off";
+  // KNN_V15_COLLECT=on takes the buffers before a chunked copy and before the filters: a join of
+  // 4 MiB and more (several chunks otherwise), and a shape the tensor-core filter takes.
+  add(2, 300, (1 << 20) + 3, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", "", 0.f, 61);
+  add(3, 1024, 1 << 18, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", "", 0.f, 97);
   for (int dim : {2, 3, 5})
     for (int topk : {8, 32}) add(dim, 0, 5003, topk, true, Distribution::uniform, kDefaultIntegerMax, "off", "");
   add(3, 700, 5003, 9, false, Distribution::uniform, kDefaultIntegerMax, "off", "");
@@ -410,7 +426,7 @@ struct Points {
     }
     problem = Problem{c.dim, c.m, c.n, c.topk, c.self_join ? references.data() : queries.data(), references.data(),
                       c.self_join};
-    if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty())
+    if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty() || !c.collect.empty())
       problem.values = examine_values(queries.data(), queries.size(), references.data(), references.size());
   }
 };
@@ -460,6 +476,7 @@ std::string check_against_v0(const V15Case& c) {
     const ScopedEnv seed("KNN_V15_SEED", c.seed);
     const ScopedEnv collect("KNN_V15_COLLECT", c.collect);
     const ScopedEnv collect_queries("KNN_V15_COLLECT_QUERIES", c.collect_queries);
+    const ScopedEnv collect_scores("KNN_V15_COLLECT_SCORES", c.collect_scores);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
@@ -494,6 +511,8 @@ std::string check_against_v0(const V15Case& c) {
         << c.name() << ": the candidate buffers " << (c.expect_collect ? "did not run" : "ran") << ": " << ctx.path;
     if (c.expect_collect && !c.collect_queries.empty())
       EXPECT_NE(ctx.path.find(fmt::format("; {} quer", c.collect_queries)), std::string::npos) << ctx.path;
+    if (c.expect_collect)
+      EXPECT_EQ(ctx.path.find("fp32 scores") != std::string::npos, !c.collect.empty() && c.collect_scores != "off") << ctx.path;
     // Whole numbers with a span of 2 or 3 in a self-join (one split): more rows tie at the bound than
     // a buffer holds. (The join of 7 queries spreads its ties over 14 splits' buffers instead.)
     if (c.expect_collect && c.self_join && c.dist == Distribution::integers && c.integer_max <= 3)
@@ -1066,32 +1085,38 @@ TEST(V15SeedPlan, TakenOnlyWhereItApplies) {
 // The candidate buffers: where they run, their capacity, queries per thread and splits.
 TEST(V15CollectPlan, TakenOnlyWhereItAppliesAndFillsTheDevice) {
   using env::Mode;
-  const long long resident = 132 * 16;  // an H100's SMs x 16 blocks of 128
-  const auto plan = [&](int m, int n, int dim, int topk, bool seeded = true, Mode mode = Mode::automatic, int q = 0) {
-    return gpu::plan_collect(m, n, dim, topk, seeded, resident, mode, q);
+  const int sms = 132;  // an H100
+  const auto plan = [&](int m, int n, int dim, int topk, bool seeded = true, Mode mode = Mode::automatic, int q = 0,
+                        int sm_count = 0) {
+    return gpu::plan_collect(m, n, dim, topk, seeded, sm_count > 0 ? sm_count : sms, mode, q);
   };
   EXPECT_EQ(plan(5000, 5000, 2, 8, true, Mode::off).why, "KNN_V15_COLLECT=off");
   EXPECT_EQ(plan(5000, 5000, 2, 8, false).why, "no seed");
   EXPECT_EQ(plan(5000, 5000, 6, 8).why, "k = 6 (compiled for k <= 5)");
   EXPECT_EQ(plan(5000, 5000, 2, 2).capacity, gpu::kCollectMinCapacity);
   EXPECT_EQ(plan(5000, 5000, 2, 32).capacity, 4 * 32);
-  // Case 200: 200 064 queries make 782 blocks at two queries per thread, over a quarter of the
-  // resident blocks (528); three splits would fill the device, the budget allows two.
+  // Case 200: 1516 queries per SM take two per thread (782 blocks); two splits fill 8 blocks per SM.
   const gpu::CollectPlan c200 = plan(200064, 200064, 2, 32);
   EXPECT_TRUE(c200.chosen);
   EXPECT_EQ(c200.queries_per_thread, 2);
   EXPECT_EQ(c200.query_groups, 782);
   EXPECT_EQ(c200.splits, 2);
   EXPECT_LE(c200.buffer_bytes(200064), gpu::kCollectBudget);
-  // Case 201 (8192 queries): one query per thread, four splits.
+  // Twice the SMs would want three splits; the budget allows two (410 MB).
+  EXPECT_EQ(plan(200064, 200064, 2, 32, true, Mode::automatic, 0, 2 * sms).splits, 2);
+  // Case 201 (8192 queries): one query per thread, four splits (at least 2048 rows each).
   EXPECT_EQ(plan(8192, 8192, 2, 32).queries_per_thread, 1);
   EXPECT_EQ(plan(8192, 8192, 2, 32).splits, 4);
-  // Enough queries for four per thread and a whole wave: no split.
-  const gpu::CollectPlan big = plan(512 * int(resident), 1 << 20, 3, 2);
-  EXPECT_EQ(big.queries_per_thread, 4);
-  EXPECT_EQ(big.splits, 1);
-  EXPECT_EQ(plan(128 * int(resident), 1 << 20, 3, 2).queries_per_thread, 4);
-  EXPECT_EQ(plan(128 * int(resident) - 512, 1 << 20, 3, 2).queries_per_thread, 2);
+  // Case 405: four queries per thread, one split; 256 MiB of buffers of 32 keys.
+  const gpu::CollectPlan c405 = plan(1 << 20, 1 << 20, 5, 5);
+  EXPECT_EQ(c405.queries_per_thread, 4);
+  EXPECT_EQ(c405.splits, 1);
+  EXPECT_EQ(c405.buffer_bytes(1 << 20), std::size_t(256) << 20);
+  // The rule's edges.
+  EXPECT_EQ(plan(sms * gpu::kCollectQueriesPerSmFor4, 1 << 20, 3, 2).queries_per_thread, 4);
+  EXPECT_EQ(plan(sms * gpu::kCollectQueriesPerSmFor4 - 1, 1 << 20, 3, 2).queries_per_thread, 2);
+  EXPECT_EQ(plan(sms * gpu::kCollectQueriesPerSmFor2, 1 << 20, 3, 2).queries_per_thread, 2);
+  EXPECT_EQ(plan(sms * gpu::kCollectQueriesPerSmFor2 - 1, 1 << 20, 3, 2).queries_per_thread, 1);
   // Few queries: splits of at least kCollectMinRowsPerSplit rows.
   const gpu::CollectPlan few = plan(100, 40009, 1, 9);
   EXPECT_EQ(few.query_groups, 1);
@@ -1100,10 +1125,30 @@ TEST(V15CollectPlan, TakenOnlyWhereItAppliesAndFillsTheDevice) {
   // A forced Q.
   EXPECT_EQ(plan(200064, 200064, 2, 32, true, Mode::automatic, 4).queries_per_thread, 4);
   EXPECT_EQ(plan(200064, 200064, 2, 32, true, Mode::automatic, 4).query_groups, 391);
-  // The budget: splits shrink first; without room for one split the buffers are not taken.
+  // The budget: without room for one split the buffers are not taken.
   const int m_one = int(gpu::kCollectBudget / (128 * sizeof(unsigned long long)));
-  EXPECT_EQ(plan(m_one / 2, 1 << 22, 2, 32).splits, 2);  // three would fill the device
   EXPECT_TRUE(plan(m_one, 1 << 22, 2, 32).chosen);
   EXPECT_EQ(plan(m_one, 1 << 22, 2, 32).splits, 1);
   EXPECT_EQ(plan(m_one + 1, 1 << 22, 2, 32).why, "the buffers would take 512 MiB (at most 512)");
+}
+
+// Before the filters and a chunked copy: joins from kCollectMinJoinQueries queries (case 405), any
+// m with KNN_V15_COLLECT=on, never where the seed or the buffers could not run.
+TEST(V15CollectPlan, FirstForJoinsOfManyQueries) {
+  using env::Mode;
+  const auto first = [](int m, int n, int dim, int topk, Mode collect = Mode::automatic, Mode seed = Mode::automatic) {
+    return gpu::collect_first(m, n, dim, topk, collect, seed);
+  };
+  EXPECT_TRUE(first(1 << 20, 1 << 20, 5, 5));  // case 405
+  EXPECT_TRUE(first(gpu::kCollectMinJoinQueries, 1 << 20, 3, 8));
+  EXPECT_FALSE(first(gpu::kCollectMinJoinQueries - 1, 1 << 20, 3, 8));
+  EXPECT_TRUE(first(1024, 1 << 18, 3, 8, Mode::on, Mode::on));
+  EXPECT_TRUE(first(300, (1 << 20) + 3, 2, 8, Mode::on, Mode::on));
+  EXPECT_FALSE(first(300, (1 << 20) + 3, 2, 8, Mode::on, Mode::automatic));  // the seed's rule: m >= 1024
+  EXPECT_FALSE(first(1 << 20, 1 << 20, 6, 5));
+  EXPECT_FALSE(first(1 << 20, 1 << 20, 5, 5, Mode::off));
+  EXPECT_FALSE(first(1 << 20, 1 << 20, 5, 5, Mode::automatic, Mode::off));
+  EXPECT_FALSE(first(1 << 20, 1 << 20, 5, 1));
+  EXPECT_FALSE(first(1 << 20, 1 << 20, 5, 33));
+  EXPECT_FALSE(first(1 << 21, 1 << 21, 3, 32));  // 2 GiB of buffers
 }

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 namespace knn::gpu {
 
@@ -109,6 +112,17 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
   splits = std::min(splits, std::max(1LL, kPartialBudget / std::max(1LL, per_split)));
   p.splits = int(std::max(1LL, splits));
   return p;
+}
+
+// "N chunks of a, b, ... MiB (copy on one stream, search on another)" for v15's path (`ramp`: the
+// ramp was asked for; without it the text names KNN_V15_RAMP=0).
+inline std::string chunks_text(const std::vector<int>& rows, int dim, bool ramp) {
+  const int chunks = int(rows.size()) - 1;
+  std::string sizes;
+  for (int c = 0; c < chunks && chunks > 1; ++c)
+    sizes += fmt::format("{}{:.3g}", c ? ", " : " of ", double(rows[c + 1] - rows[c]) * dim * 4 / (1 << 20));
+  return fmt::format("{} chunk{}{} (copy on one stream, search on another{})", chunks, chunks == 1 ? "" : "s",
+                     sizes.empty() ? "" : sizes + " MiB", ramp ? "" : "; KNN_V15_RAMP=0");
 }
 
 }  // namespace knn::gpu

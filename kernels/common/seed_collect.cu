@@ -11,19 +11,23 @@
 #include "core/cuda/device.hpp"
 #include "core/cuda/error.hpp"
 #include "kernels/common/fused_scan.cuh"
+#include "kernels/common/score_bound.cuh"
 
 namespace knn::gpu {
 namespace {
 
-// A block stages this many float4s of rows in shared memory at a time (8 KiB).
-constexpr int kTileFloat4 = 512;
+// A block stages this many float4s of rows in shared memory at a time (16 KiB): every tile costs
+// two barriers and a global load's latency.
+constexpr int kTileFloat4 = 1024;
 constexpr int kSelectBlock = 128;
 
 struct Args {
   const float* __restrict__ queries;
   const float4* __restrict__ references;  // padded to a multiple of 4 rows
+  const float* __restrict__ rows;         // the same, as floats
   int dim, m, n, topk, splits, capacity;
   bool self_join;
+  float center, band;                      // the scores' (SCORE only)
   const std::int32_t* __restrict__ order;  // query slot -> query (the seed's Morton order)
   const float* __restrict__ bound;         // by query
   unsigned long long* keys;                // [(slot · splits + split) · capacity + e]
@@ -64,22 +68,37 @@ __device__ __forceinline__ float cut(unsigned long long* k, int capacity, int to
 
 // One thread: Q query slots (slot = (group · Q + u) · block + thread, so a warp's lanes hold
 // neighbours in Morton order), the rows of its block's split staged in shared memory, 4 at a time.
-template <int DIM, int Q>
+// SCORE: the tile holds each group's rows less the centre c and their norms ‖r − c‖², a pair costs
+// k fused multiply-adds and a comparison with the query's threshold, and the rare groups where
+// some score passes get exact distances; otherwise every pair's exact distance meets the bound.
+// nvcc's own register budget. Tried on an H100's case 405 (k 5, Q 4; results/h100/v15/collect/):
+// one flag for a group's 16 pairs instead of one per query, with a cap of 96 registers, 376 ms;
+// with one resident block asked for (135 registers, 3 blocks per SM) 397, and 8 queries per thread
+// 411, against 345-349 here.
+template <int DIM, int Q, bool SCORE>
 __global__ void __launch_bounds__(kCollectBlock) collect_kernel(Args a) {
-  constexpr int kTile = kTileFloat4 / DIM;  // row groups per tile
-  __shared__ float4 tile[kTile * DIM];
-  const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
-  int q[Q], count[Q], slot[Q];
-  float query[Q][DIM], bound[Q];
+  constexpr int kPer = DIM + (SCORE ? 1 : 0);  // float4s per row group in the tile
+  constexpr int kTile = kTileFloat4 / kPer;    // row groups per tile
+  __shared__ float4 tile[kTile * kPer];
+  // What only the rare path reads stays in shared memory, so that the registers hold what every
+  // pair reads: the queries and each one's limit (the threshold with scores, else the bound). As
+  // registers they took case 405's kernel (k 5, 4 queries per thread) to 96 (5 blocks per SM).
+  __shared__ int s_query[Q][kCollectBlock], s_count[Q][kCollectBlock];
+  __shared__ float s_bound[Q][kCollectBlock], s_norm[Q][kCollectBlock];
+  const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits, me = threadIdx.x;
+  const auto slot = [&](int u) { return (group * Q + u) * kCollectBlock + me; };
+  float query[Q][DIM], limit[Q];
 #pragma unroll
   for (int u = 0; u < Q; ++u) {
-    slot[u] = (group * Q + u) * kCollectBlock + threadIdx.x;
-    const bool active = slot[u] < a.m;
-    q[u] = a.order[active ? slot[u] : a.m - 1];
+    const bool active = slot(u) < a.m;
+    const int q = a.order[active ? slot(u) : a.m - 1];
+    const float* row = a.queries + std::size_t(q) * DIM;
 #pragma unroll
-    for (int t = 0; t < DIM; ++t) query[u][t] = __ldg(a.queries + std::size_t(q[u]) * DIM + t);
-    bound[u] = active ? a.bound[q[u]] : -INFINITY;  // an idle slot admits nothing
-    count[u] = 0;
+    for (int t = 0; t < DIM; ++t) query[u][t] = SCORE ? -2.f * (__ldg(row + t) - a.center) : __ldg(row + t);
+    const float bound = active ? a.bound[q] : -INFINITY;  // an idle slot admits nothing
+    const float norm = SCORE ? tc::norm_low(row, DIM, a.center) : 0.f;
+    limit[u] = !SCORE ? bound : active ? tc::threshold_for(bound, norm, a.band) : -INFINITY;
+    s_query[u][me] = q, s_count[u][me] = 0, s_bound[u][me] = bound, s_norm[u][me] = norm;
   }
   unsigned long long appended = 0, cuts = 0;
   const int groups = (a.n + kScanGroup - 1) / kScanGroup;
@@ -87,41 +106,96 @@ __global__ void __launch_bounds__(kCollectBlock) collect_kernel(Args a) {
   for (int t0 = g_begin; t0 < g_end; t0 += kTile) {  // every thread of the block reaches the barriers
     const int tg = min(kTile, g_end - t0);
     __syncthreads();
-    for (int i = threadIdx.x; i < tg * DIM; i += kCollectBlock) tile[i] = __ldg(a.references + std::size_t(t0) * DIM + i);
+    if constexpr (SCORE) {
+#pragma unroll 2
+      for (int i = threadIdx.x; i < tg; i += kCollectBlock) {
+        float4 r[DIM];
+        scan::load_group<DIM>(a.references + std::size_t(t0 + i) * DIM, r);
+        float x[kScanGroup * DIM], norm[kScanGroup];
+#pragma unroll
+        for (int c = 0; c < DIM; ++c)
+          x[4 * c] = r[c].x - a.center, x[4 * c + 1] = r[c].y - a.center, x[4 * c + 2] = r[c].z - a.center,
+                    x[4 * c + 3] = r[c].w - a.center;
+#pragma unroll
+        for (int j = 0; j < kScanGroup; ++j) {
+          norm[j] = __fmul_rn(x[j * DIM], x[j * DIM]);
+#pragma unroll
+          for (int t = 1; t < DIM; ++t) norm[j] = __fmaf_rn(x[j * DIM + t], x[j * DIM + t], norm[j]);
+          norm[j] = t0 + i < groups - 1 || (t0 + i) * kScanGroup + j < a.n ? norm[j] : INFINITY;  // padding rows
+        }
+#pragma unroll
+        for (int c = 0; c < DIM; ++c) tile[i * kPer + c] = make_float4(x[4 * c], x[4 * c + 1], x[4 * c + 2], x[4 * c + 3]);
+        tile[i * kPer + DIM] = make_float4(norm[0], norm[1], norm[2], norm[3]);
+      }
+    } else {
+      for (int i = threadIdx.x; i < tg * DIM; i += kCollectBlock) tile[i] = __ldg(a.references + std::size_t(t0) * DIM + i);
+    }
     __syncthreads();
 #pragma unroll 2
     for (int t = 0; t < tg; ++t) {
       float4 rows[DIM];
 #pragma unroll
-      for (int c = 0; c < DIM; ++c) rows[c] = tile[t * DIM + c];
+      for (int c = 0; c < DIM; ++c) rows[c] = tile[t * kPer + c];
       float d[Q][kScanGroup];
-      scan::group_distances<DIM, Q>(query, rows, d);
-      bool hit = false;
+      unsigned flagged = 0;  // SCORE: the queries with a passing score
+      if constexpr (SCORE) {
+        const float4 n4 = tile[t * kPer + DIM];
+        const float norm[kScanGroup] = {n4.x, n4.y, n4.z, n4.w};
+        float x[kScanGroup * DIM];
 #pragma unroll
-      for (int u = 0; u < Q; ++u)
+        for (int c = 0; c < DIM; ++c) x[4 * c] = rows[c].x, x[4 * c + 1] = rows[c].y, x[4 * c + 2] = rows[c].z, x[4 * c + 3] = rows[c].w;
 #pragma unroll
-        for (int j = 0; j < kScanGroup; ++j) hit |= d[u][j] < bound[u];
-      if (!hit) continue;
+        for (int u = 0; u < Q; ++u) {
+          bool hit = false;
+#pragma unroll
+          for (int j = 0; j < kScanGroup; ++j) {
+            float v = norm[j];
+#pragma unroll
+            for (int t2 = 0; t2 < DIM; ++t2) v = __fmaf_rn(query[u][t2], x[j * DIM + t2], v);
+            hit |= v <= limit[u];
+          }
+          flagged |= hit ? 1u << u : 0u;
+        }
+        if (flagged == 0) continue;
+      } else {
+        scan::group_distances<DIM, Q>(query, rows, d);
+        bool hit = false;
+#pragma unroll
+        for (int u = 0; u < Q; ++u)
+#pragma unroll
+          for (int j = 0; j < kScanGroup; ++j) hit |= d[u][j] < limit[u];
+        if (!hit) continue;
+      }
       const int row0 = (t0 + t) * kScanGroup;
 #pragma unroll
-      for (int u = 0; u < Q; ++u)
+      for (int u = 0; u < Q; ++u) {
+        if (SCORE && !(flagged & (1u << u))) continue;
+        const int q = s_query[u][me];
+        float bound = s_bound[u][me];
+        int count = s_count[u][me];
+        unsigned long long* buffer = a.keys + (std::size_t(slot(u)) * a.splits + split) * a.capacity;
 #pragma unroll
         for (int j = 0; j < kScanGroup; ++j) {
           const int row = row0 + j;  // padding rows (row >= n) and the query itself are no candidates
-          if (!(d[u][j] < bound[u]) || row >= a.n || (a.self_join && row == q[u])) continue;
-          unsigned long long* buffer = a.keys + (std::size_t(slot[u]) * a.splits + split) * a.capacity;
-          buffer[count[u]] = scan::pack(d[u][j], row);
+          if (row >= a.n || (a.self_join && row == q)) continue;
+          const float e = SCORE ? tc::exact_distance<DIM>(a.queries + std::size_t(q) * DIM, a.rows + std::size_t(row) * DIM)
+                                : d[u][j];
+          if (!(e < bound)) continue;
+          buffer[count] = scan::pack(e, row);
           ++appended;
-          if (++count[u] == a.capacity) {
-            bound[u] = fminf(bound[u], cut(buffer, a.capacity, a.topk));
-            count[u] = a.topk, ++cuts;
+          if (++count == a.capacity) {
+            bound = fminf(bound, cut(buffer, a.capacity, a.topk));
+            limit[u] = SCORE ? tc::threshold_for(bound, s_norm[u][me], a.band) : bound;
+            count = a.topk, ++cuts;
           }
         }
+        s_bound[u][me] = bound, s_count[u][me] = count;
+      }
     }
   }
 #pragma unroll
   for (int u = 0; u < Q; ++u)
-    if (slot[u] < a.m) a.counts[std::size_t(slot[u]) * a.splits + split] = count[u];
+    if (slot(u) < a.m) a.counts[std::size_t(slot(u)) * a.splits + split] = s_count[u][me];
   appended = warp_sum(appended), cuts = warp_sum(cuts);
   if (threadIdx.x % 32 == 0 && appended > 0) atomicAdd(a.stats, appended);
   if (threadIdx.x % 32 == 0 && cuts > 0) atomicAdd(a.stats + 1, cuts);
@@ -159,21 +233,28 @@ __global__ void select_kernel(Args a, std::int32_t* __restrict__ indices, float*
 
 using Kernel = void (*)(Args);
 
-template <int Q>
+template <int Q, bool SCORE>
 Kernel pick_dim(int dim) {
   switch (dim) {
-    case 1: return collect_kernel<1, Q>;
-    case 2: return collect_kernel<2, Q>;
-    case 3: return collect_kernel<3, Q>;
-    case 4: return collect_kernel<4, Q>;
-    case 5: return collect_kernel<5, Q>;
+    case 1: return collect_kernel<1, Q, SCORE>;
+    case 2: return collect_kernel<2, Q, SCORE>;
+    case 3: return collect_kernel<3, Q, SCORE>;
+    case 4: return collect_kernel<4, Q, SCORE>;
+    case 5: return collect_kernel<5, Q, SCORE>;
     default: return nullptr;
   }
 }
 static_assert(kCollectMaxDim == 5, "pick_dim compiles k = 1 .. kCollectMaxDim");
 
-Kernel pick(int dim, int queries_per_thread) {
-  return queries_per_thread == 4 ? pick_dim<4>(dim) : queries_per_thread == 2 ? pick_dim<2>(dim) : pick_dim<1>(dim);
+template <bool SCORE>
+Kernel pick_q(int dim, int queries_per_thread) {
+  return queries_per_thread == 4   ? pick_dim<4, SCORE>(dim)
+         : queries_per_thread == 2 ? pick_dim<2, SCORE>(dim)
+                                   : pick_dim<1, SCORE>(dim);
+}
+
+Kernel pick(int dim, int queries_per_thread, bool scores) {
+  return scores ? pick_q<true>(dim, queries_per_thread) : pick_q<false>(dim, queries_per_thread);
 }
 
 }  // namespace
@@ -182,17 +263,13 @@ SeedCollect::SeedCollect(const CollectPlan& plan, int m, int topk, cudaStream_t 
     : plan_(plan), m_(m), topk_(topk), keys_(std::size_t(m) * plan.splits * plan.capacity, stream), stats_(2, stream),
       counts_(std::size_t(m) * plan.splits, stream) {}
 
-const void* SeedCollect::kernel(int dim, int queries_per_thread) {
-  return reinterpret_cast<const void*>(pick(dim, queries_per_thread));
-}
-
 void SeedCollect::enqueue(const float* queries, const float* references, int dim, int n, bool self_join,
                           const std::int32_t* order, const float* bound, std::int32_t* indices, float* distances,
                           cudaStream_t stream) {
-  Args a{queries, reinterpret_cast<const float4*>(references), dim, m_, n, topk_, plan_.splits, plan_.capacity,
-         self_join, order, bound, keys_.data(), counts_.data(), stats_.data()};
+  Args a{queries, reinterpret_cast<const float4*>(references), references, dim, m_, n, topk_, plan_.splits,
+         plan_.capacity, self_join, plan_.center, plan_.band, order, bound, keys_.data(), counts_.data(), stats_.data()};
   KNN_CUDA_TRY(cudaMemsetAsync(stats_.data(), 0, 2 * sizeof(unsigned long long), stream));
-  const Kernel k = pick(dim, plan_.queries_per_thread);
+  const Kernel k = pick(dim, plan_.queries_per_thread, plan_.scores);
   if (k == nullptr) throw std::logic_error("SeedCollect: no kernel for this k");
   k<<<int(plan_.blocks()), kCollectBlock, 0, stream>>>(a);
   KNN_CUDA_CHECK_LAUNCH();
@@ -206,11 +283,15 @@ std::string SeedCollect::path(int dim, cudaStream_t stream) const {
   KNN_CUDA_TRY(cudaStreamSynchronize(stream));
   const CollectPlan& c = plan_;
   return fmt::format(
-      "k={} compiled in, candidate buffers: every row's exact distance compared with the query's bound, those below it "
-      "appended to a buffer of {} keys per query and split ({} in all, {:.1f} per query; {} buffer{} cut back to topk), "
+      "k={} compiled in, candidate buffers: {}, those below it appended to a buffer of {} keys per query and split ({} in all, {:.1f} per query; {} buffer{} cut back to topk), "
       "then each query's {} smallest taken by a warp; {} quer{} per thread, blocks of {}, {} query group{} x {} split{}, "
       "1 chunk (copy on one stream, search on another)",
-      dim, c.capacity, n[0], double(n[0]) / m_, n[1], n[1] == 1 ? "" : "s", topk_, c.queries_per_thread,
+      dim,
+      c.scores ? fmt::format("fp32 scores ||r-c||^2 - 2(q-c).(r-c) with c = {:g} against each query's threshold (error "
+                             "bound {:.3g}), the exact distance where one passes, compared with the query's bound",
+                             c.center, c.band)
+               : std::string("every row's exact distance compared with the query's bound"),
+      c.capacity, n[0], double(n[0]) / m_, n[1], n[1] == 1 ? "" : "s", topk_, c.queries_per_thread,
       c.queries_per_thread == 1 ? "y" : "ies", kCollectBlock, c.query_groups, c.query_groups == 1 ? "" : "s", c.splits,
       c.splits == 1 ? "" : "s");
 }

@@ -37,6 +37,11 @@ struct CollectPlan {
   int query_groups = 1;        // blocks along the queries: ceil(m / (Q · kCollectBlock))
   int splits = 1;              // blocks along the rows
   int capacity = 0;            // keys per buffer
+  // fp32 scores ‖r − c‖² − 2 (q − c)·(r − c) against each query's threshold first, the exact
+  // distance only where a score passes (the fp32 filter's proof, kernels/common/tc_filter.hpp);
+  // set by the caller from plan_collect_scores (the values' range must be known).
+  bool scores = false;
+  float center = 0.f, band = 0.f;
   std::string why;             // why not, when not chosen
   long long blocks() const { return (long long)query_groups * splits; }
   std::size_t buffer_bytes(int m) const { return std::size_t(m) * splits * capacity * sizeof(unsigned long long); }
@@ -52,13 +57,29 @@ inline int collect_queries_from_environment() {
   return q.value_or(0);
 }
 
-// The candidate buffers for a seeded scan of m queries against n rows; `resident_blocks` is how
-// many blocks of the collecting kernel the device holds at once; `queries` forces Q (0: the rule:
-// the most queries per thread, 4 or 2, that still make a quarter of the resident blocks, else 1;
-// then splits of the rows until the device is full). On an H200, case 200 (200 064 queries) took
-// 12.7 ms with 2 or 4 queries per thread against 13.6 with 1, case 201 (8192) 0.40 ms with 1 against
-// 0.42 and 0.50 (results/h100/v15/collect/).
-inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, long long resident_blocks, env::Mode mode,
+// Joins of many queries take the buffers before the filters and before a chunked copy (the seed
+// needs every reference on the device before the search starts): from kCollectMinJoinQueries
+// queries the search takes far longer than the copy (case 405: the copy 0.4 ms of 20 MiB).
+// KNN_V15_COLLECT=on takes them first at any m; the seed must run with one chunk.
+constexpr int kCollectMinJoinQueries = 1 << 16;
+inline bool collect_first(int m, int n, int dim, int topk, env::Mode collect, env::Mode seed) {
+  const int capacity = std::max(kCollectMinCapacity, kCollectPerTopk * topk);
+  return collect != env::Mode::off && dim <= kCollectMaxDim && (collect == env::Mode::on || m >= kCollectMinJoinQueries) &&
+         std::size_t(m) * capacity * sizeof(unsigned long long) <= kCollectBudget && plan_seed(m, n, dim, topk, 1, seed).chosen;
+}
+
+// Queries per thread by queries per SM: 4 from kCollectQueriesPerSmFor4, 2 from
+// kCollectQueriesPerSmFor2, else 1. On an H100 (132 SMs; results/h100/v15/collect/scores/), with
+// scores: case 200 (200 064 queries, 1516 per SM) took 11.1 ms with 2 against 14.2 with 4 and 16.1
+// with 1; case 405 (2^20, 7944 per SM) 342 ms with 4 against 466 with 1; case 201 (8192, 62 per
+// SM) 0.41 ms with 1 against 0.56 with 4.
+constexpr int kCollectQueriesPerSmFor4 = 4096, kCollectQueriesPerSmFor2 = 512;
+// Splits of the rows fill the device with this many blocks per SM.
+constexpr int kCollectBlocksPerSm = 8;
+
+// The candidate buffers for a seeded scan of m queries against n rows on a device of `sm_count`
+// SMs; `queries` forces Q (0: the rule above; then splits of the rows until the device is full).
+inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, int sm_count, env::Mode mode,
                                 int queries = 0) {
   CollectPlan c;
   c.capacity = std::max(kCollectMinCapacity, kCollectPerTopk * topk);
@@ -72,10 +93,12 @@ inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, lo
             std::to_string(kCollectBudget >> 20) + ")";
   else c.chosen = true;
   if (!c.chosen) return c;
-  const long long target = std::max(1LL, resident_blocks);
+  const long long sms = std::max(1, sm_count), target = sms * kCollectBlocksPerSm;
   const auto groups_for = [&](int q) { return (m + (long long)q * kCollectBlock - 1) / ((long long)q * kCollectBlock); };
-  const long long enough = std::max(1LL, target / 4);
-  c.queries_per_thread = queries > 0 ? queries : groups_for(4) >= enough ? 4 : groups_for(2) >= enough ? 2 : 1;
+  c.queries_per_thread = queries > 0                                 ? queries
+                         : m >= sms * kCollectQueriesPerSmFor4 ? 4
+                         : m >= sms * kCollectQueriesPerSmFor2 ? 2
+                                                                : 1;
   c.query_groups = int(groups_for(c.queries_per_thread));
   long long splits = (target + c.query_groups - 1) / c.query_groups;
   splits = std::min(splits, std::max(1LL, (long long)n / kCollectMinRowsPerSplit));

@@ -24,8 +24,6 @@ class SeedCollect {
   // After the stream has run (it waits for it): the path's text, with the keys appended to the
   // buffers and the buffers cut back to topk, in all.
   std::string path(int dim, cudaStream_t stream) const;
-  // The collecting kernel for k dimensions and Q queries per thread (for the occupancy query).
-  static const void* kernel(int dim, int queries_per_thread);
   static std::size_t device_bytes(const CollectPlan& plan, int m);
 
  private:

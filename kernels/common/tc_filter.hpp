@@ -125,5 +125,14 @@ struct Fp32Plan {
 // underflow.
 double fp32_score_error_bound(int dim, double half_span);
 Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode);
+// The same scores for v15's candidate buffers (kernels/common/seed_collect.hpp), any topk up to 32:
+// `chosen` where the values are known and finite and KNN_V15_COLLECT_SCORES is not off.
+Fp32Plan plan_collect_scores(const Problem& p);
+
+// How the filters' keys become the answer, for v15's path.
+inline std::string filter_lists_text(int topk) {
+  return topk == 1 ? "best pair merged by atomicMin"
+                   : "each query's " + std::to_string(topk) + " best keys kept by cascades of atomicMin, sorted at the end";
+}
 
 }  // namespace knn::gpu

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/common/scan_plan.hpp"
+#include "kernels/common/seed_collect.hpp"
 #include "kernels/common/tc_filter.hpp"
 
 namespace knn::gpu {
@@ -114,6 +115,19 @@ Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
   plan.queries_per_thread = knn::env::int_knob("KNN_V15_FP32_QUERIES", 4, 8, "v15", " (4 or 8)").value_or(kFp32Queries);
   if (plan.queries_per_thread != 4 && plan.queries_per_thread != 8)
     throw std::invalid_argument(fmt::format("v15: KNN_V15_FP32_QUERIES = '{}': must be 4 or 8", plan.queries_per_thread));
+  plan.chosen = true;
+  return plan;
+}
+
+Fp32Plan plan_collect_scores(const Problem& p) {
+  Fp32Plan plan;
+  double center = 0, half = 0;
+  plan.why = filter_range(p, knn::env::mode_knob("KNN_V15_COLLECT_SCORES"), "KNN_V15_COLLECT_SCORES", kCollectMaxDim,
+                          kSeedMaxTopk, center, half);
+  if (!plan.why.empty()) return plan;
+  plan.center = float(center);
+  plan.half_span = round_up(half);
+  plan.band = round_up(fp32_score_error_bound(p.dim, half));
   plan.chosen = true;
   return plan;
 }
