@@ -70,9 +70,9 @@ inline bool collect_first(int m, int n, int dim, int topk, env::Mode collect, en
 
 // Queries per thread by queries per SM: 4 from kCollectQueriesPerSmFor4, 2 from
 // kCollectQueriesPerSmFor2, else 1. On an H100 (132 SMs; results/h100/v15/collect/scores/), with
-// scores: case 200 (200 064 queries, 1516 per SM) took 11.1 ms with 2 against 14.2 with 4 and 16.1
-// with 1; case 405 (2^20, 7944 per SM) 342 ms with 4 against 466 with 1; case 201 (8192, 62 per
-// SM) 0.41 ms with 1 against 0.56 with 4.
+// scores: case 200 (200 064 queries, 1516 per SM) took 11.0 ms with 2 against 11.4 with 4 and 12.6
+// with 1; case 405 (2^20, 7944 per SM) 349 ms with 4 against 458 with 1; case 201 (8192, 62 per
+// SM) 0.42-0.43 ms with 1 against 0.60 with 4.
 constexpr int kCollectQueriesPerSmFor4 = 4096, kCollectQueriesPerSmFor2 = 512;
 // Splits of the rows fill the device with this many blocks per SM.
 constexpr int kCollectBlocksPerSm = 8;
