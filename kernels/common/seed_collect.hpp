@@ -1,13 +1,14 @@
 #pragma once
 // v15's candidate buffers for seeded scans (kernels/common/scan_seed.hpp gives every query a bound
 // on its topk-th distance). Instead of a sorted list of topk pairs per query in registers, a
-// thread keeps only its queries' coordinates and bounds, compares each row's exact distance with
-// the bound (one comparison per pair, no list walk) and appends the few rows below it to a buffer
-// of `capacity` (distance, index) keys in global memory, one per (query, split). A buffer that
-// fills is cut back to its topk smallest keys by its own thread, and the bound drops to the
-// topk-th of them. A last kernel takes each query's topk smallest keys from its buffers. The
-// registers freed from the lists let more warps hide the loads: this is what made the seeded
-// self-join fast. plan_collect is pure C++ (tested on the CPU); seed_collect.cu runs it.
+// thread keeps only its queries and their limits, compares each row with the limit (one comparison
+// per pair, no list walk: an fp32 score against a proven threshold where the values' range is
+// known, else the exact distance against the bound) and appends the few rows whose exact distance
+// is below the bound to a buffer of `capacity` (distance, index) keys in global memory, one per
+// (query, split). A buffer that fills is cut back to its topk smallest keys by its own thread, and
+// the bound drops to the topk-th of them. A last kernel takes each query's topk smallest keys from
+// its buffers. The registers freed from the lists let more warps hide the loads: this is what made
+// the seeded self-join fast. plan_collect is pure C++ (tested on the CPU); seed_collect.cu runs it.
 #include <algorithm>
 #include <cstddef>
 #include <optional>
