@@ -130,8 +130,8 @@ gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::ScanPlan& plan, bool f
                 : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), gpu::seed_mode_from_environment());
 }
 
-// The seed's candidate buffers (kernels/common/seed_collect.hpp) for the device `ordinal`.
-// With fp32 scores where the values' range is known (gpu::plan_collect_scores).
+// The seed's candidate buffers (kernels/common/seed_collect.hpp) on a device of `sm_count` SMs,
+// with fp32 scores where the values' range is known (gpu::plan_collect_scores).
 gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, int sm_count) {
   const gpu::Fp32Plan scores = gpu::plan_collect_scores(p);
   gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, sm_count, gpu::collect_mode_from_environment(),
@@ -276,10 +276,11 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   merged.record(copy);
   cuda::download_answers(p, indices.data(), distances.data(), out, copy);
   done.record(copy);
-  // The filters' candidate count, after the last timed event (it is no part of the answer).
+  // The filters' candidate count and the buffers' counts, after the last timed event (no part of the answer).
   unsigned long long exact_count = 0;
   if (filter)
     KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates.data(), sizeof exact_count, cudaMemcpyDeviceToHost, copy));
+  if (collector) collector->download_counts(copy);
   copy.synchronize();
 
   // Spans, not exclusive shares: "h2d" and "kernel" overlap by as much as the chunks overlap, so
@@ -318,7 +319,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     return;
   }
   if (collector) {
-    ctx.path = collector->path(p.dim, copy) + fmt::format("; seeded: each query's bound from the {} rows around it in Morton order", seed.window);
+    ctx.path = collector->path(p.dim) + fmt::format("; seeded: each query's bound from the {} rows around it in Morton order", seed.window);
     return;
   }
   ctx.path = fmt::format(

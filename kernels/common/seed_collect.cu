@@ -25,7 +25,7 @@ struct Args {
   const float* __restrict__ queries;
   const float4* __restrict__ references;  // padded to a multiple of 4 rows
   const float* __restrict__ rows;         // the same, as floats
-  int dim, m, n, topk, splits, capacity;
+  int m, n, topk, splits, capacity;
   bool self_join;
   float center, band;                      // the scores' (SCORE only)
   const std::int32_t* __restrict__ order;  // query slot -> query (the seed's Morton order)
@@ -267,7 +267,7 @@ SeedCollect::SeedCollect(const CollectPlan& plan, int m, int topk, cudaStream_t 
 void SeedCollect::enqueue(const float* queries, const float* references, int dim, int n, bool self_join,
                           const std::int32_t* order, const float* bound, std::int32_t* indices, float* distances,
                           cudaStream_t stream) {
-  Args a{queries, reinterpret_cast<const float4*>(references), references, dim, m_, n, topk_, plan_.splits,
+  Args a{queries, reinterpret_cast<const float4*>(references), references, m_, n, topk_, plan_.splits,
          plan_.capacity, self_join, plan_.center, plan_.band, order, bound, keys_.data(), counts_.data(), stats_.data()};
   KNN_CUDA_TRY(cudaMemsetAsync(stats_.data(), 0, 2 * sizeof(unsigned long long), stream));
   const Kernel k = pick(dim, plan_.queries_per_thread, plan_.scores);
@@ -278,10 +278,12 @@ void SeedCollect::enqueue(const float* queries, const float* references, int dim
   KNN_CUDA_CHECK_LAUNCH();
 }
 
-std::string SeedCollect::path(int dim, cudaStream_t stream) const {
-  unsigned long long n[2] = {0, 0};  // appended, cuts
-  KNN_CUDA_TRY(cudaMemcpyAsync(n, stats_.data(), sizeof n, cudaMemcpyDeviceToHost, stream));
-  KNN_CUDA_TRY(cudaStreamSynchronize(stream));
+void SeedCollect::download_counts(cudaStream_t stream) {
+  KNN_CUDA_TRY(cudaMemcpyAsync(host_counts_, stats_.data(), sizeof host_counts_, cudaMemcpyDeviceToHost, stream));
+}
+
+std::string SeedCollect::path(int dim) const {
+  const unsigned long long* n = host_counts_;
   const CollectPlan& c = plan_;
   return fmt::format(
       "k={} compiled in, candidate buffers: {}, those below it appended to a buffer of {} keys per query and split ({} in all, {:.1f} per query; {} buffer{} cut back to topk), "

@@ -21,9 +21,12 @@ class SeedCollect {
   // where fewer rows exist). `order` and `bound` are the seed's (ScanSeed::order(), bound()).
   void enqueue(const float* queries, const float* references, int dim, int n, bool self_join, const std::int32_t* order,
                const float* bound, std::int32_t* indices, float* distances, cudaStream_t stream);
-  // After the stream has run (it waits for it): the path's text, with the keys appended to the
-  // buffers and the buffers cut back to topk, in all.
-  std::string path(int dim, cudaStream_t stream) const;
+  // Enqueues on `stream`, after the search, the copy of the keys appended to the buffers and the
+  // buffers cut back to topk, in all (into host memory of this object: path() reads them once the
+  // stream has run, so the call waits for the device once, not twice).
+  void download_counts(cudaStream_t stream);
+  // The path's text, with those counts.
+  std::string path(int dim) const;
   static std::size_t device_bytes(const CollectPlan& plan, int m);
 
  private:
@@ -31,6 +34,7 @@ class SeedCollect {
   int m_, topk_;
   cuda::StreamBuffer<unsigned long long> keys_, stats_;
   cuda::StreamBuffer<int> counts_;
+  unsigned long long host_counts_[2] = {0, 0};  // appended, cuts
 };
 
 }  // namespace knn::gpu
