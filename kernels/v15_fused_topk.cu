@@ -130,13 +130,12 @@ gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::ScanPlan& plan, bool f
                 : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), gpu::seed_mode_from_environment());
 }
 
-// The seed's candidate buffers (kernels/common/seed_collect.hpp) on a device of `sm_count` SMs,
-// with fp32 scores where the values' range is known (gpu::plan_collect_scores).
-gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, int sm_count) {
-  const gpu::Fp32Plan scores = gpu::plan_collect_scores(p);
-  gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, sm_count, gpu::collect_mode_from_environment(),
+// The seed's candidate buffers (kernels/common/seed_collect.hpp) on the device `info`,
+// with scores where the values' range is known (gpu::plan_collect_scoring).
+gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, const knn::DeviceInfo& info) {
+  gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, info.sm_count, gpu::collect_mode_from_environment(),
                                          gpu::collect_queries_from_environment());
-  c.scores = scores.chosen, c.center = scores.center, c.band = scores.band;
+  if (c.chosen) gpu::plan_collect_scoring(p, c, info.sm_count, info.cc_major);
   return c;
 }
 
@@ -177,7 +176,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, f32.chosen ? f32.queries_per_thread : 0, first);
   const Kernel kernel = tc.chosen ? tc_kernel : scan_kernel;
   const gpu::SeedPlan seed = seed_plan(p, plan, filter);
-  const gpu::CollectPlan collect = collect_plan(p, seed, info.sm_count);
+  const gpu::CollectPlan collect = collect_plan(p, seed, info);
   const long long partials = filter || collect.chosen ? 1 : plan.partials();
   const bool merge = !filter && !collect.chosen && needs_merge(plan, list);
   const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
@@ -201,7 +200,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   std::optional<gpu::ScanSeed> seeder;
   if (seed.chosen) seeder.emplace(p.m, p.n, p.dim, p.self_join, copy);
   std::optional<gpu::SeedCollect> collector;
-  if (collect.chosen) collector.emplace(collect, p.m, p.topk, copy);
+  if (collect.chosen) collector.emplace(collect, p.m, p.n, p.dim, p.topk, info.sm_count, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
   if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
     merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge);
@@ -360,7 +359,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   if (seed.chosen) bytes += gpu::ScanSeed::device_bytes(p.m, p.n, p.dim, p.self_join);
   // The candidate buffers at their largest (every split the budget allows).
   if (const gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, 1 << 20, gpu::collect_mode_from_environment()); c.chosen)
-    return bytes + gpu::SeedCollect::device_bytes(c, p.m);
+    return bytes + gpu::SeedCollect::device_bytes(c, p.m, p.n);
   if (!filter && needs_merge(plan, list)) {
     const long long per_query = plan.partials() * p.topk;
     bytes += std::size_t(p.m) * per_query * (sizeof(std::int32_t) + sizeof(float));

@@ -65,6 +65,21 @@
 #               cases 8-11; and (when ncu is installed) the sections of cases 200's and 405's collecting kernels
 #   -> v15collect/{seeds,lists}-{a,b}.*, exact.*, seeds-q{1,4}.*, {shapes,tc-topk-shapes}-{on,off}.*, default.*,
 #      tests.log, ncu-{200,405}-collect.txt, collect-sass.txt (cases 405's and 200's kernels)
+#   v15balance  the buffers' balanced grid (KNN_V15_COLLECT_BALANCE): every v15 test, then cases 200, 201 and
+#               405 (seeds.json) with v15 balanced and with blocks of whole groups, three times each in
+#               alternating processes, v14 and v16 beside them once; configs/seed-shapes.json both ways;
+#               cases 8-11; the SASS of case 405's kernel and (with ncu) its sections
+#   -> v15balance/{auto,off}-{1,2,3}.*, peers.*, shapes-{auto,off}.*, default.*, tests.log, ncu-405-collect.txt,
+#      collect-sass.txt
+#   v15tc       the buffers' tensor-core scores (KNN_V15_COLLECT_TC): every v15 test, then cases 200, 201 and
+#               405 with the tensor cores (TF32, and hi + lo split), and with fp32 scores on the CUDA cores,
+#               twice each in alternating processes; configs/seed-shapes.json and tc-topk-shapes.json with
+#               and without; cases 8-11; the tensor-core kernel's SASS and (with ncu) sections on case 405
+#   -> v15tc/{tc,split,cuda}-{1,2}.*, {shapes,tc-topk-shapes}-{on,off}.*, default.*, tests.log,
+#      ncu-405-{tc,split}.txt, collect-tc-sass.txt
+#   placement   where a process's host buffers lie and how fast one thread reads them, against the time it
+#               ran (scripts/tune/placement_probe.cu), in PLACEMENT_RUNS (default 4) processes, v0 on case 8
+#               in a process after each                               -> placement/probe-N.txt, v0-N.json
 #   v16         v16's tests, then cases 100 (trees.json), 405 and 409 (seeds.json) twice at the defaults,
 #               once each with the last kernel taking over below 1 and 64 x leaves active queries
 #               (KNN_V16_TAIL; the default is 16), and cases 200 and 412 at the defaults
@@ -112,7 +127,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -466,6 +481,79 @@ for step in "${steps[@]}"; do
             --quiet >"$OUT/v15collect/ncu-$c-collect.txt" 2>&1 || status=1
         done
       fi
+      ;;
+    v15balance)
+      mkdir -p "$OUT/v15balance"
+      v15_tests "$OUT/v15balance"
+      for run in 1 2 3; do
+        for b in auto off; do
+          measure "$OUT/v15balance/$b-$run" KNN_V15_COLLECT_BALANCE=$b -- --config configs/seeds.json --case 200,201,405 \
+            --version v15 --validate-queries 8192 --max-time 2
+        done
+      done
+      measure "$OUT/v15balance/peers" -- --config configs/seeds.json --case 200,201,405 --version v14,v16 \
+        --validate-queries 8192 --max-time 2
+      for b in auto off; do
+        measure "$OUT/v15balance/shapes-$b" KNN_V15_COLLECT_BALANCE=$b -- --config configs/seed-shapes.json --version v15 --max-time 2
+      done
+      measure "$OUT/v15balance/default" -- --case 8-11 --version v15 --max-time 2
+      obj="$BUILD_DIR/CMakeFiles/knn_versions.dir/kernels/common/seed_collect.cu.o"
+      if command -v cuobjdump >/dev/null 2>&1 && [ -f "$obj" ]; then
+        cuobjdump -sass "$obj" | awk '/Function : /{f=($0 ~ /collect_kernelILi5ELi4ELb1/)} f' \
+          >"$OUT/v15balance/collect-sass.txt" 2>&1 || status=1
+      fi
+      if command -v ncu >/dev/null 2>&1; then
+        log "ncu: case 405's collecting kernel"
+        ncu --clock-control none -k regex:collect_kernel -s 0 -c 1 --section SpeedOfLight --section Occupancy \
+          --section WarpStateStats --section SchedulerStats --section LaunchStats "$bin" --config configs/seeds.json \
+          --case 405 --version v15 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate \
+          --quiet >"$OUT/v15balance/ncu-405-collect.txt" 2>&1 || status=1
+      fi
+      ;;
+    v15tc)
+      mkdir -p "$OUT/v15tc"
+      v15_tests "$OUT/v15tc"
+      for run in 1 2; do
+        measure "$OUT/v15tc/tc-$run" KNN_V15_COLLECT_TC=on KNN_V15_TC_SPLIT=off -- --config configs/seeds.json \
+          --case 200,201,405 --version v15 --validate-queries 8192 --max-time 2
+        measure "$OUT/v15tc/split-$run" KNN_V15_COLLECT_TC=on KNN_V15_TC_SPLIT=on -- --config configs/seeds.json \
+          --case 200,201,405 --version v15 --validate-queries 8192 --max-time 2
+        measure "$OUT/v15tc/cuda-$run" KNN_V15_COLLECT_TC=off -- --config configs/seeds.json --case 200,201,405 \
+          --version v15 --validate-queries 8192 --max-time 2
+      done
+      for run in on off; do
+        measure "$OUT/v15tc/shapes-$run" KNN_V15_COLLECT_TC=$run KNN_V15_TC_SPLIT=off -- --config configs/seed-shapes.json \
+          --version v15 --max-time 2
+        measure "$OUT/v15tc/tc-topk-shapes-$run" KNN_V15_COLLECT_TC=$run KNN_V15_TC_SPLIT=off -- \
+          --config configs/tc-topk-shapes.json --version v15 --max-time 2
+      done
+      measure "$OUT/v15tc/default" -- --case 8-11 --version v15 --max-time 2
+      obj="$BUILD_DIR/CMakeFiles/knn_versions.dir/kernels/common/seed_collect_tc.cu.o"
+      if command -v cuobjdump >/dev/null 2>&1 && [ -f "$obj" ]; then
+        cuobjdump -sass "$obj" >"$OUT/v15tc/collect-tc-sass.txt" 2>&1 || status=1
+      fi
+      if command -v ncu >/dev/null 2>&1; then
+        for split in off on; do
+          log "ncu: case 405's tensor-core collecting kernel, split $split"
+          KNN_V15_COLLECT_TC=on KNN_V15_TC_SPLIT=$split ncu --clock-control none -k regex:collect_tc_kernel -s 0 -c 1 \
+            --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
+            --section LaunchStats --section ComputeWorkloadAnalysis "$bin" --config configs/seeds.json --case 405 \
+            --version v15 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate \
+            --quiet >"$OUT/v15tc/ncu-405-$([ $split = on ] && echo split || echo tc).txt" 2>&1 || status=1
+        done
+      fi
+      ;;
+    placement)
+      log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"
+      mkdir -p "$OUT/placement"
+      nvcc -O3 -std=c++17 -o "$BUILD_DIR/placement_probe" scripts/tune/placement_probe.cu >"$OUT/placement/build.log" 2>&1 || status=1
+      for run in $(seq 1 "${PLACEMENT_RUNS:-4}"); do
+        "$BUILD_DIR/placement_probe" 8 256 5 >"$OUT/placement/probe-$run.txt" 2>&1 || status=1
+        cat "$OUT/placement/probe-$run.txt"
+        OMP_NUM_THREADS=1 "$bin" --case 8 --version v0 --max-time 1 --json "$OUT/placement/v0-$run.json" \
+          >"$OUT/placement/v0-$run.log" 2>&1 || status=1
+        grep -A2 "^Median wall time" "$OUT/placement/v0-$run.log"
+      done
       ;;
     gpuall)
       gtests "$OUT/gpu-tests.log" 'Gpu*:V15*:V16*' "every GPU test, and v15's and v16's CPU tests, in one process"

@@ -67,6 +67,10 @@ struct V15Case {
   // KNN_V15_COLLECT_SCORES ("" leaves it unset): the buffers take fp32 scores wherever the values
   // are examined (every case that sets `collect`) unless it is off.
   std::string collect_scores = "";
+  // KNN_V15_COLLECT_TC ("" leaves it unset): "on" takes the tensor cores' scores instead of fp32's.
+  std::string collect_tc = "";
+  // KNN_V15_COLLECT_BALANCE ("" leaves it unset).
+  std::string collect_balance = "";
   std::string name() const {
     return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
@@ -76,7 +80,8 @@ struct V15Case {
                        tc_split.empty() ? std::string() : "_split" + tc_split,
                        shared_lists.empty() ? std::string() : "_shared" + shared_lists,
                        seed.empty() ? std::string() : "_seed" + seed,
-                       collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores));
+                       collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores)) +
+           (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance);
   }
 };
 
@@ -404,6 +409,31 @@ std::vector<V15Case> collect_cases() {
   // 4 MiB and more (several chunks otherwise), and a shape the tensor-core filter takes.
   add(2, 300, (1 << 20) + 3, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", "", 0.f, 61);
   add(3, 1024, 1 << 18, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", "", 0.f, 97);
+  // Balanced grids (seed_collect.hpp: balance_collect): more query groups than blocks (a block's
+  // rows span two groups), and a few groups over many blocks whose ranges cut groups anywhere.
+  add(3, 600000, 6007, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", "4", 0.f, 97);
+  out.back().collect_balance = "on";
+  add(2, 3000, 200003, 16, false, Distribution::clusters, kDefaultIntegerMax, "on", "1", 0.f, 211);
+  out.back().collect_balance = "on";
+  // The tensor cores' scores (KNN_V15_COLLECT_TC=on), with the split TF32 product and without:
+  // self-joins, ties that fill the lanes' buffers, values far from 0, several splits of the rows,
+  // n not a multiple of 8, m not a multiple of 256, k = 1 .. 5.
+  for (const char* split : {"on", "off"}) {
+    const auto tc = [&](int dim, int m, int n, int topk, bool self, Distribution dist, std::uint32_t imax,
+                        float offset = 0.f, int checked = 0) {
+      add(dim, m, n, topk, self, dist, imax, "on", "", offset, checked);
+      out.back().collect_tc = "on", out.back().tc_split = split;
+    };
+    tc(2, 0, 5003, 32, true, Distribution::uniform, kDefaultIntegerMax);
+    tc(5, 0, 4099, 16, true, Distribution::uniform, kDefaultIntegerMax);
+    tc(3, 1000, 9001, 8, false, Distribution::clusters, kDefaultIntegerMax);
+    tc(2, 0, 3001, 32, true, Distribution::integers, 3);
+    tc(3, 0, 3001, 8, true, Distribution::integers, 2);
+    tc(1, 300, 40009, 9, false, Distribution::uniform, kDefaultIntegerMax);
+    tc(4, 7, 30011, 32, false, Distribution::integers, 3);
+    tc(3, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, 6400.f);
+    tc(5, 70001, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97);
+  }
   for (int dim : {2, 3, 5})
     for (int topk : {8, 32}) add(dim, 0, 5003, topk, true, Distribution::uniform, kDefaultIntegerMax, "off", "");
   add(3, 700, 5003, 9, false, Distribution::uniform, kDefaultIntegerMax, "off", "");
@@ -477,6 +507,8 @@ std::string check_against_v0(const V15Case& c) {
     const ScopedEnv collect("KNN_V15_COLLECT", c.collect);
     const ScopedEnv collect_queries("KNN_V15_COLLECT_QUERIES", c.collect_queries);
     const ScopedEnv collect_scores("KNN_V15_COLLECT_SCORES", c.collect_scores);
+    const ScopedEnv collect_tc("KNN_V15_COLLECT_TC", c.collect_tc);
+    const ScopedEnv collect_balance("KNN_V15_COLLECT_BALANCE", c.collect_balance);
     v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   }
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
@@ -509,10 +541,15 @@ std::string check_against_v0(const V15Case& c) {
   if (!c.seed.empty()) {
     EXPECT_EQ(ctx.path.find("candidate buffers:") != std::string::npos, c.expect_collect)
         << c.name() << ": the candidate buffers " << (c.expect_collect ? "did not run" : "ran") << ": " << ctx.path;
+    if (c.expect_collect && c.collect_balance == "on")
+      EXPECT_NE(ctx.path.find("sharing the rows of all groups equally"), std::string::npos) << ctx.path;
     if (c.expect_collect && !c.collect_queries.empty())
       EXPECT_NE(ctx.path.find(fmt::format("; {} quer", c.collect_queries)), std::string::npos) << ctx.path;
-    if (c.expect_collect)
-      EXPECT_EQ(ctx.path.find("fp32 scores") != std::string::npos, !c.collect.empty() && c.collect_scores != "off") << ctx.path;
+    const bool scored = c.expect_collect && !c.collect.empty() && c.collect_scores != "off";
+    if (c.expect_collect) {
+      EXPECT_EQ(ctx.path.find("fp32 scores") != std::string::npos, scored && c.collect_tc != "on") << ctx.path;
+      EXPECT_EQ(ctx.path.find("TF32 tensor-core scores") != std::string::npos, scored && c.collect_tc == "on") << ctx.path;
+    }
     // Whole numbers with a span of 2 or 3 in a self-join (one split): more rows tie at the bound than
     // a buffer holds. (The join of 7 queries spreads its ties over 14 splits' buffers instead.)
     if (c.expect_collect && c.self_join && c.dist == Distribution::integers && c.integer_max <= 3)
@@ -1107,11 +1144,28 @@ TEST(V15CollectPlan, TakenOnlyWhereItAppliesAndFillsTheDevice) {
   // Case 201 (8192 queries): one query per thread, four splits (at least 2048 rows each).
   EXPECT_EQ(plan(8192, 8192, 2, 32).queries_per_thread, 1);
   EXPECT_EQ(plan(8192, 8192, 2, 32).splits, 4);
-  // Case 405: four queries per thread, one split; 256 MiB of buffers of 32 keys.
+  EXPECT_FALSE(c200.balanced);
+  gpu::CollectPlan c200_on = c200;  // balanced, a group's rows would span three blocks: over the budget
+  gpu::balance_collect(c200_on, 200064, 200064, sms * gpu::kCollectBlocksPerSm, Mode::on);
+  EXPECT_FALSE(c200_on.balanced);
+  EXPECT_EQ(c200_on.splits, 2);
+  EXPECT_EQ(c200.blocks(), 782 * 2);
+  // Case 405: four queries per thread, 2048 groups of whole rows, one split (the device is full):
+  // 256 MiB of buffers of 32 keys.
   const gpu::CollectPlan c405 = plan(1 << 20, 1 << 20, 5, 5);
   EXPECT_EQ(c405.queries_per_thread, 4);
+  EXPECT_FALSE(c405.balanced);
   EXPECT_EQ(c405.splits, 1);
+  EXPECT_EQ(c405.blocks(), 2048);
   EXPECT_EQ(c405.buffer_bytes(1 << 20), std::size_t(256) << 20);
+  // KNN_V15_COLLECT_BALANCE=on: one balanced wave of 8 blocks per SM, so a group's rows span at
+  // most two blocks: 512 MiB.
+  gpu::CollectPlan wave = c405;
+  gpu::balance_collect(wave, 1 << 20, 1 << 20, sms * gpu::kCollectBlocksPerSm, Mode::on);
+  EXPECT_TRUE(wave.balanced);
+  EXPECT_EQ(wave.blocks(), sms * gpu::kCollectBlocksPerSm);
+  EXPECT_EQ(wave.splits, 2);
+  EXPECT_EQ(wave.buffer_bytes(1 << 20), std::size_t(512) << 20);
   // The rule's edges.
   EXPECT_EQ(plan(sms * gpu::kCollectQueriesPerSmFor4, 1 << 20, 3, 2).queries_per_thread, 4);
   EXPECT_EQ(plan(sms * gpu::kCollectQueriesPerSmFor4 - 1, 1 << 20, 3, 2).queries_per_thread, 2);
@@ -1130,6 +1184,80 @@ TEST(V15CollectPlan, TakenOnlyWhereItAppliesAndFillsTheDevice) {
   EXPECT_TRUE(plan(m_one, 1 << 22, 2, 32).chosen);
   EXPECT_EQ(plan(m_one, 1 << 22, 2, 32).splits, 1);
   EXPECT_EQ(plan(m_one + 1, 1 << 22, 2, 32).why, "the buffers would take 512 MiB (at most 512)");
+}
+
+// The balanced ranges cover every (query group, row group) unit exactly once, a block's pieces in
+// order, and each group's pieces are numbered 0, 1, ... below the plan's splits, whatever the grid.
+TEST(V15CollectPlan, BalancedRangesCoverEveryUnitOnceWithinTheSplits) {
+  struct Shape { int m, n, q; long long resident; };
+  const Shape shapes[] = {{1 << 20, 1 << 20, 4, 924},  {1 << 20, 1 << 20, 4, 1056}, {200064, 200064, 2, 1000},
+                          {8192, 8192, 1, 924},        {100, 40009, 1, 924},        {5000, 5003, 1, 7},
+                          {70000, 65537, 2, 300},      {1000, 2047, 1, 924},        {300000, 9000, 4, 1321}};
+  for (const Shape& sh : shapes) {
+    gpu::CollectPlan c = gpu::plan_collect(sh.m, sh.n, 3, 8, true, 132, env::Mode::automatic, sh.q);
+    ASSERT_TRUE(c.chosen);
+    gpu::balance_collect(c, sh.m, sh.n, sh.resident, env::Mode::on);
+    SCOPED_TRACE(::testing::Message() << "m " << sh.m << " n " << sh.n << " resident " << sh.resident << " grid "
+                                      << c.grid << " splits " << c.splits << (c.balanced ? " balanced" : " aligned"));
+    EXPECT_LE(c.splits, gpu::collect_max_splits(c, sh.m, sh.n));
+    EXPECT_LE(c.buffer_bytes(sh.m), gpu::kCollectBudget);
+    EXPECT_LE(c.grid, std::max<long long>(sh.resident, c.query_groups));
+    const long long rg = (sh.n + gpu::kScanGroup - 1) / gpu::kScanGroup, units = c.query_groups * rg;
+    std::vector<int> seen(std::size_t(c.query_groups) * c.splits, 0);
+    long long next = 0;  // the units, in order
+    for (long long b = 0; b < c.grid; ++b) {
+      const long long lo = c.balanced ? gpu::collect_begin(units, b, c.grid) : b / c.splits * rg + rg * (b % c.splits) / c.splits;
+      const long long hi = c.balanced ? gpu::collect_begin(units, b + 1, c.grid) : b / c.splits * rg + rg * (b % c.splits + 1) / c.splits;
+      ASSERT_EQ(lo, next);
+      ASSERT_LT(lo, hi) << "block " << b << " has no rows";
+      next = hi;
+      for (long long g = lo / rg; g <= (hi - 1) / rg; ++g) {  // the kernel's pieces
+        const long long piece = g != lo / rg ? 0 : c.balanced ? b - gpu::collect_block_of(g * rg, units, c.grid) : b % c.splits;
+        ASSERT_GE(piece, 0);
+        ASSERT_LT(piece, c.splits) << "block " << b << " group " << g;
+        EXPECT_EQ(seen[g * c.splits + piece]++, 0) << "block " << b << " group " << g << " piece " << piece;
+      }
+    }
+    EXPECT_EQ(next, units);
+    if (c.balanced) {  // equal work: block sizes differ by at most one unit
+      const long long least = units / c.grid;
+      for (long long b = 0; b < c.grid; ++b) {
+        const long long size = gpu::collect_begin(units, b + 1, c.grid) - gpu::collect_begin(units, b, c.grid);
+        ASSERT_TRUE(size == least || size == least + 1) << "block " << b;
+      }
+    }
+  }
+}
+
+// The tensor cores' geometry: blocks of 256 queries, 4 buffers (lanes) per query and split of the
+// rows, max(16, 2 topk) keys each, within the budget; a plan that would not fit is left as it was.
+TEST(V15CollectPlan, TensorCoresGeometry) {
+  using env::Mode;
+  const auto plan = [](int m, int n, int topk) {
+    return gpu::plan_collect(m, n, 5, topk, true, 132, Mode::automatic);
+  };
+  gpu::CollectPlan c405 = plan(1 << 20, 1 << 20, 5);
+  ASSERT_TRUE(gpu::plan_collect_tensor(c405, 1 << 20, 1 << 20, 5, 132, false));
+  EXPECT_TRUE(c405.tensor);
+  EXPECT_FALSE(c405.tensor_split);
+  EXPECT_EQ(c405.query_groups, 4096);
+  EXPECT_EQ(c405.capacity, gpu::kCollectTcMinCapacity);
+  EXPECT_EQ(c405.splits, gpu::kCollectTcLanes);  // 4096 blocks fill 132 SMs: one split of the rows
+  EXPECT_EQ(c405.blocks(), 4096);
+  EXPECT_EQ(c405.buffer_bytes(1 << 20), std::size_t(512) << 20);
+  // Few queries: splits of the rows (at least kCollectMinRowsPerSplit rows each) up to 8 blocks per SM.
+  gpu::CollectPlan few = plan(300, 40009, 9);
+  ASSERT_TRUE(gpu::plan_collect_tensor(few, 300, 40009, 9, 132, true));
+  EXPECT_TRUE(few.tensor_split);
+  EXPECT_EQ(few.capacity, 18);
+  EXPECT_EQ(few.query_groups, 2);
+  EXPECT_EQ(few.splits, gpu::kCollectTcLanes * (40009 / gpu::kCollectMinRowsPerSplit));
+  EXPECT_EQ(few.blocks(), 2 * (40009 / gpu::kCollectMinRowsPerSplit));
+  // Over the budget: four lanes' buffers of 64 keys for 2^18 + 1 queries take 512 MiB and more.
+  gpu::CollectPlan big = plan((1 << 18) + 1, 1 << 20, 32);
+  ASSERT_TRUE(big.chosen);
+  EXPECT_FALSE(gpu::plan_collect_tensor(big, (1 << 18) + 1, 1 << 20, 32, 132, false));
+  EXPECT_FALSE(big.tensor);
 }
 
 // Before the filters and a chunked copy: joins from kCollectMinJoinQueries queries (case 405), any

@@ -1,8 +1,10 @@
 #pragma once
 // The score filters' device primitives (the tensor-core filter, the fp32 filter and v15's candidate
 // buffers; the proof is in kernels/common/tc_filter.cuh): a query's score threshold, the fused
-// scan's exact distance, and a lower bound of ‖q − c‖².
+// scan's exact distance, a lower bound of ‖q − c‖², and the TF32 rounding and product.
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 namespace knn::gpu::tc {
 
@@ -36,5 +38,21 @@ __device__ __forceinline__ float norm_low(const float* q, int dim, float c) {
   }
   return __fmul_rd(norm, 1.f - 0x1p-18f);
 }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ __forceinline__ std::uint32_t to_tf32(float x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
 
 }  // namespace knn::gpu::tc

@@ -12,59 +12,19 @@
 #include "core/cuda/error.hpp"
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/score_bound.cuh"
+#include "kernels/common/seed_collect_kernels.cuh"
 
 namespace knn::gpu {
 namespace {
+
+using collect::Args;
+using collect::cut;
+using collect::warp_sum;
 
 // A block stages this many float4s of rows in shared memory at a time (16 KiB): every tile costs
 // two barriers and a global load's latency.
 constexpr int kTileFloat4 = 1024;
 constexpr int kSelectBlock = 128;
-
-struct Args {
-  const float* __restrict__ queries;
-  const float4* __restrict__ references;  // padded to a multiple of 4 rows
-  const float* __restrict__ rows;         // the same, as floats
-  int m, n, topk, splits, capacity;
-  bool self_join;
-  float center, band;                      // the scores' (SCORE only)
-  const std::int32_t* __restrict__ order;  // query slot -> query (the seed's Morton order)
-  const float* __restrict__ bound;         // by query
-  unsigned long long* keys;                // [(slot · splits + split) · capacity + e]
-  int* counts;                             // [slot · splits + split]
-  unsigned long long* stats;               // appended keys, cuts
-};
-
-__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// Moves `x` down the max-heap k[0..size) from `pos`.
-__device__ __forceinline__ void sift(unsigned long long* k, int pos, int size, unsigned long long x) {
-  for (;;) {
-    int child = 2 * pos + 1;
-    if (child >= size) break;
-    if (child + 1 < size && k[child + 1] > k[child]) ++child;
-    if (k[child] <= x) break;
-    k[pos] = k[child];
-    pos = child;
-  }
-  k[pos] = x;
-}
-
-// Cuts a full buffer back to its topk smallest keys (slots 0..topk-1, as a max-heap) and returns
-// the largest of them's distance: a row of the same thread's later ones (larger indices) enters
-// the answer only below it. Rare: only where the seed's bound let more than `capacity` rows in.
-// Inlined: as a call it took the collecting kernel at k = 2 from 40 to 64 registers with one query
-// per thread and from 48 to 96 with two (the registers kept across the call), and case 200 took
-// 13.6 ms on an H200 (results/h200/v15/collect-call/) against 12.3-12.5 inlined on an H100.
-__device__ __forceinline__ float cut(unsigned long long* k, int capacity, int topk) {
-  for (int i = topk / 2 - 1; i >= 0; --i) sift(k, i, topk, k[i]);
-  for (int j = topk; j < capacity; ++j)
-    if (k[j] < k[0]) sift(k, 0, topk, k[j]);
-  return __uint_as_float(unsigned(k[0] >> 32));
-}
 
 // One thread: Q query slots (slot = (group · Q + u) · block + thread, so a warp's lanes hold
 // neighbours in Morton order), the rows of its block's split staged in shared memory, 4 at a time.
@@ -76,7 +36,7 @@ __device__ __forceinline__ float cut(unsigned long long* k, int capacity, int to
 // with one resident block asked for (135 registers, 3 blocks per SM) 397, and 8 queries per thread
 // 411, against 345-349 here.
 template <int DIM, int Q, bool SCORE>
-__global__ void __launch_bounds__(kCollectBlock) collect_kernel(Args a) {
+__device__ __noinline__ void collect_piece(const Args& a, int group, int split, int g_begin, int g_end) {
   constexpr int kPer = DIM + (SCORE ? 1 : 0);  // float4s per row group in the tile
   constexpr int kTile = kTileFloat4 / kPer;    // row groups per tile
   __shared__ float4 tile[kTile * kPer];
@@ -86,7 +46,7 @@ __global__ void __launch_bounds__(kCollectBlock) collect_kernel(Args a) {
   // but seed shape 2001 29.7 ms against 13.5 (same Q and splits).
   __shared__ int s_query[Q][kCollectBlock], s_count[Q][kCollectBlock];
   __shared__ float s_bound[Q][kCollectBlock], s_norm[Q][kCollectBlock];
-  const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits, me = threadIdx.x;
+  const int me = threadIdx.x;
   const auto slot = [&](int u) { return (group * Q + u) * kCollectBlock + me; };
   float query[Q][DIM], limit[Q];
 #pragma unroll
@@ -103,7 +63,6 @@ __global__ void __launch_bounds__(kCollectBlock) collect_kernel(Args a) {
   }
   unsigned long long appended = 0, cuts = 0;
   const int groups = (a.n + kScanGroup - 1) / kScanGroup;
-  const int g_begin = int((long long)groups * split / a.splits), g_end = int((long long)groups * (split + 1) / a.splits);
   for (int t0 = g_begin; t0 < g_end; t0 += kTile) {  // every thread of the block reaches the barriers
     const int tg = min(kTile, g_end - t0);
     __syncthreads();
@@ -202,6 +161,23 @@ __global__ void __launch_bounds__(kCollectBlock) collect_kernel(Args a) {
   if (threadIdx.x % 32 == 0 && cuts > 0) atomicAdd(a.stats + 1, cuts);
 }
 
+// The block's units (kernels/common/seed_collect.hpp: collect_begin): query groups g_lo .. g_hi,
+// from row group r_lo of the first to r_hi of the last, a group's piece at a time. The block is
+// the first to scan any group after its first (piece 0). The piece is a call, not inlined: inlined
+// in this loop, nvcc kept case 405's kernel (k 5, Q 4) at 56 registers with the queries and limits
+// in local memory, and it took 1.3 s against 0.35.
+template <int DIM, int Q, bool SCORE>
+__global__ void __launch_bounds__(kCollectBlock) collect_kernel(const __grid_constant__ Args a) {
+  const long long rg = (a.n + kScanGroup - 1) / kScanGroup, units = (long long)a.query_groups * rg, b = blockIdx.x;
+  const long long lo = a.balanced ? collect_begin(units, b, a.grid) : b / a.splits * rg + rg * (b % a.splits) / a.splits;
+  const long long hi = a.balanced ? collect_begin(units, b + 1, a.grid) : b / a.splits * rg + rg * (b % a.splits + 1) / a.splits;
+  if (lo >= hi) return;
+  const int g_lo = int(lo / rg), r_lo = int(lo % rg), g_hi = int((hi - 1) / rg), r_hi = int((hi - 1) % rg) + 1;
+  const int piece0 = int(a.balanced ? b - collect_block_of(g_lo * rg, units, a.grid) : b % a.splits);
+  for (int group = g_lo; group <= g_hi; ++group)  // block-uniform: every thread reaches the barriers
+    collect_piece<DIM, Q, SCORE>(a, group, group == g_lo ? piece0 : 0, group == g_lo ? r_lo : 0, group == g_hi ? r_hi : int(rg));
+}
+
 // One warp per query slot: topk rounds of a warp-wide minimum over the slot's buffers, each round
 // above the last key taken (keys are distinct: one per row).
 __global__ void select_kernel(Args a, std::int32_t* __restrict__ indices, float* __restrict__ distances) {
@@ -258,22 +234,41 @@ Kernel pick(int dim, int queries_per_thread, bool scores) {
   return scores ? pick_q<true>(dim, queries_per_thread) : pick_q<false>(dim, queries_per_thread);
 }
 
+// The plan re-balanced for the blocks of the chosen kernel that an SM holds at once.
+CollectPlan with_occupancy(CollectPlan plan, int m, int n, int dim, int sm_count) {
+  if (plan.tensor) return plan;  // plan_collect_tensor's own geometry
+  const Kernel k = pick(dim, plan.queries_per_thread, plan.scores);
+  if (k == nullptr) throw std::logic_error(fmt::format("SeedCollect: no kernel for k = {}", dim));
+  int per_sm = 0;
+  KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kCollectBlock, 0));
+  balance_collect(plan, m, n, (long long)std::max(1, sm_count) * std::max(1, per_sm), collect_balance_from_environment());
+  return plan;
+}
+
 }  // namespace
 
-SeedCollect::SeedCollect(const CollectPlan& plan, int m, int topk, cudaStream_t stream)
-    : plan_(plan), m_(m), topk_(topk), keys_(std::size_t(m) * plan.splits * plan.capacity, stream), stats_(2, stream),
-      counts_(std::size_t(m) * plan.splits, stream) {}
+SeedCollect::SeedCollect(const CollectPlan& plan, int m, int n, int dim, int topk, int sm_count, cudaStream_t stream)
+    : plan_(with_occupancy(plan, m, n, dim, sm_count)), m_(m), topk_(topk),
+      keys_(std::size_t(m) * plan_.splits * plan_.capacity, stream), stats_(2, stream),
+      counts_(std::size_t(m) * plan_.splits, stream) {}
 
 void SeedCollect::enqueue(const float* queries, const float* references, int dim, int n, bool self_join,
                           const std::int32_t* order, const float* bound, std::int32_t* indices, float* distances,
                           cudaStream_t stream) {
-  Args a{queries, reinterpret_cast<const float4*>(references), references, m_, n, topk_, plan_.splits,
-         plan_.capacity, self_join, plan_.center, plan_.band, order, bound, keys_.data(), counts_.data(), stats_.data()};
+  Args a{queries, reinterpret_cast<const float4*>(references), references, m_, n, dim, topk_, plan_.splits,
+         plan_.capacity, plan_.query_groups, plan_.grid, plan_.balanced, self_join, plan_.center, plan_.band,
+         plan_.splits / kCollectTcLanes, order, bound, keys_.data(), counts_.data(), stats_.data()};
   KNN_CUDA_TRY(cudaMemsetAsync(stats_.data(), 0, 2 * sizeof(unsigned long long), stream));
-  const Kernel k = pick(dim, plan_.queries_per_thread, plan_.scores);
-  if (k == nullptr) throw std::logic_error("SeedCollect: no kernel for this k");
-  k<<<int(plan_.blocks()), kCollectBlock, 0, stream>>>(a);
-  KNN_CUDA_CHECK_LAUNCH();
+  // A balanced grid need not reach every (query, split): those stay empty.
+  KNN_CUDA_TRY(cudaMemsetAsync(counts_.data(), 0, counts_.size() * sizeof(int), stream));
+  if (plan_.tensor) {
+    collect::launch_collect_tc(a, plan_.grid, plan_.tensor_split, stream);
+  } else {
+    const Kernel k = pick(dim, plan_.queries_per_thread, plan_.scores);
+    if (k == nullptr) throw std::logic_error(fmt::format("SeedCollect: no kernel for k = {}", dim));
+    k<<<int(plan_.blocks()), kCollectBlock, 0, stream>>>(a);
+    KNN_CUDA_CHECK_LAUNCH();
+  }
   select_kernel<<<cuda::divup((long long)m_ * 32, kSelectBlock), kSelectBlock, 0, stream>>>(a, indices, distances);
   KNN_CUDA_CHECK_LAUNCH();
 }
@@ -285,22 +280,34 @@ void SeedCollect::download_counts(cudaStream_t stream) {
 std::string SeedCollect::path(int dim) const {
   const unsigned long long* n = host_counts_;
   const CollectPlan& c = plan_;
+  const std::string scores =
+      c.tensor ? fmt::format("TF32 tensor-core scores (mma.sync m16n8k8{})", c.tensor_split ? ", hi + lo: three products" : "")
+      : c.scores ? std::string("fp32 scores")
+                 : std::string();
+  const std::string layout =
+      c.tensor ? fmt::format("64 queries per warp, blocks of {} queries, {} blocks, {} split{} of the rows per group",
+                             kCollectTcQueries, c.grid, c.splits / kCollectTcLanes, c.splits == kCollectTcLanes ? "" : "s")
+               : fmt::format("{} quer{} per thread, blocks of {}, {} query group{}, {} block{} {}", c.queries_per_thread,
+                             c.queries_per_thread == 1 ? "y" : "ies", kCollectBlock, c.query_groups,
+                             c.query_groups == 1 ? "" : "s", c.grid, c.grid == 1 ? "" : "s",
+                             c.balanced ? fmt::format("sharing the rows of all groups equally (at most {} per group)", c.splits)
+                                        : fmt::format("of whole groups, {} split{} of the rows per group", c.splits,
+                                                      c.splits == 1 ? "" : "s"));
   return fmt::format(
-      "k={} compiled in, candidate buffers: {}, those below it appended to a buffer of {} keys per query and split ({} in all, {:.1f} per query; {} buffer{} cut back to topk), "
-      "then each query's {} smallest taken by a warp; {} quer{} per thread, blocks of {}, {} query group{} x {} split{}, "
-      "1 chunk (copy on one stream, search on another)",
+      "k={} compiled in, candidate buffers: {}, those below it appended to a buffer of {} keys per query{} and split ({} in "
+      "all, {:.1f} per query; {} buffer{} cut back to topk), then each query's {} smallest taken by a warp; {}, 1 chunk "
+      "(copy on one stream, search on another)",
       dim,
-      c.scores ? fmt::format("fp32 scores ||r-c||^2 - 2(q-c).(r-c) with c = {:g} against each query's threshold (error "
-                             "bound {:.3g}), the exact distance where one passes, compared with the query's bound",
-                             c.center, c.band)
-               : std::string("every row's exact distance compared with the query's bound"),
-      c.capacity, n[0], double(n[0]) / m_, n[1], n[1] == 1 ? "" : "s", topk_, c.queries_per_thread,
-      c.queries_per_thread == 1 ? "y" : "ies", kCollectBlock, c.query_groups, c.query_groups == 1 ? "" : "s", c.splits,
-      c.splits == 1 ? "" : "s");
+      scores.empty() ? std::string("every row's exact distance compared with the query's bound")
+                     : fmt::format("{} ||r-c||^2 - 2(q-c).(r-c) with c = {:g} against each query's threshold (error bound "
+                                   "{:.3g}), the exact distance where one passes, compared with the query's bound",
+                                   scores, c.center, c.band),
+      c.capacity, c.tensor ? ", lane" : "", n[0], double(n[0]) / m_, n[1], n[1] == 1 ? "" : "s", topk_, layout);
 }
 
-std::size_t SeedCollect::device_bytes(const CollectPlan& plan, int m) {
-  return plan.buffer_bytes(m) + std::size_t(m) * plan.splits * sizeof(int) + 2 * sizeof(unsigned long long);
+std::size_t SeedCollect::device_bytes(const CollectPlan& plan, int m, int n) {
+  const int splits = collect_max_splits(plan, m, n);
+  return std::size_t(m) * splits * (plan.capacity * sizeof(unsigned long long) + sizeof(int)) + 2 * sizeof(unsigned long long);
 }
 
 }  // namespace knn::gpu

@@ -16,7 +16,14 @@
 #include <string>
 
 #include "kernels/common/env_knob.hpp"
+#include "kernels/common/scan_plan.hpp"
 #include "kernels/common/scan_seed.hpp"
+
+#ifdef __CUDACC__
+#define KNN_COLLECT_FN __host__ __device__ __forceinline__
+#else
+#define KNN_COLLECT_FN inline
+#endif
 
 namespace knn::gpu {
 
@@ -36,15 +43,24 @@ struct CollectPlan {
   bool chosen = false;
   int queries_per_thread = 1;  // Q (1, 2 or 4: a template constant)
   int query_groups = 1;        // blocks along the queries: ceil(m / (Q · kCollectBlock))
-  int splits = 1;              // blocks along the rows
+  int splits = 1;              // buffers per query: pieces of the rows, each scanned by one block
+  // The blocks launched. Balanced (see collect_begin): the blocks share the query groups' rows
+  // equally, a block's range may span groups and a group's rows several blocks (at most `splits`).
+  // Else aligned: query_groups · splits blocks, a group's rows in `splits` equal pieces.
+  long long grid = 1;
+  bool balanced = false;
   int capacity = 0;            // keys per buffer
   // fp32 scores ‖r − c‖² − 2 (q − c)·(r − c) against each query's threshold first, the exact
   // distance only where a score passes (the fp32 filter's proof, kernels/common/tc_filter.hpp);
   // set by the caller from plan_collect_scores (the values' range must be known).
   bool scores = false;
   float center = 0.f, band = 0.f;
+  // The scores from the tensor cores instead (kernels/common/seed_collect_tc.cu; plan_collect_tensor):
+  // TF32 (split: hi + lo, three products), `band` then the TF32 score's error bound. Blocks of
+  // kCollectTcQueries queries; 4 buffers (one per lane of a query) per split of the rows.
+  bool tensor = false, tensor_split = false;
   std::string why;             // why not, when not chosen
-  long long blocks() const { return (long long)query_groups * splits; }
+  long long blocks() const { return grid; }
   std::size_t buffer_bytes(int m) const { return std::size_t(m) * splits * capacity * sizeof(unsigned long long); }
 };
 
@@ -69,13 +85,62 @@ inline bool collect_first(int m, int n, int dim, int topk, env::Mode collect, en
          std::size_t(m) * capacity * sizeof(unsigned long long) <= kCollectBudget && plan_seed(m, n, dim, topk, 1, seed).chosen;
 }
 
+// The balanced ranges. `units` = query_groups · row groups (kScanGroup rows) in group-major order;
+// block b of `grid` scans units [collect_begin(b), collect_begin(b + 1)), so every block has the
+// same work (to one unit) and a grid of one full wave ends at once: with blocks of whole groups,
+// case 405's 2048 blocks made 2.2 waves of 924 (7 per SM; Nsight Compute, results/h100/v15/
+// collect/scores/). A group's piece is the block's rank among the blocks that scan the group:
+// b - collect_block_of(first unit of the group). The planner keeps units · grid below 2^62.
+KNN_COLLECT_FN long long collect_begin(long long units, long long b, long long grid) { return units * b / grid; }
+KNN_COLLECT_FN long long collect_block_of(long long unit, long long units, long long grid) {
+  return ((unit + 1) * grid - 1) / units;
+}
+
+// KNN_V15_COLLECT_BALANCE: on (balanced ranges where the budget allows, see balance_collect), off
+// and auto (blocks of whole groups). Balanced, case 405 took 333.8-334.0 ms on an H100 against
+// 330.1-330.3 with whole groups in alternating processes (results/h100/v15/balance/): the single
+// wave's blocks end at different times (achieved occupancy 34 % of 44 %), which the 2.2 waves of
+// whole groups even out.
+inline env::Mode collect_balance_from_environment() { return env::mode_knob("KNN_V15_COLLECT_BALANCE"); }
+
+// The most buffers per query that balance_collect gives a plan on any device: what the
+// budget allows, and at most two more than the splits of kCollectMinRowsPerSplit rows.
+inline int collect_max_splits(const CollectPlan& c, int m, int n) {
+  const std::size_t one_split = std::size_t(m) * c.capacity * sizeof(unsigned long long);
+  const long long by_budget = std::max<long long>(1, (long long)(kCollectBudget / one_split));
+  return int(std::min(by_budget, std::max(1LL, (long long)n / kCollectMinRowsPerSplit) + 2));
+}
+
+// The grid for `resident` blocks at once (SMs · blocks per SM): with `on`, one balanced wave where at least
+// kCollectMinRowsPerSplit rows a block remain on average and the buffers of its pieces fit the
+// budget, else whole groups in splits of the rows as before (at most `resident` blocks' worth).
+inline void balance_collect(CollectPlan& c, int m, int n, long long resident, env::Mode mode) {
+  const long long qg = c.query_groups, rg = (n + kScanGroup - 1) / kScanGroup, units = qg * rg;
+  const std::size_t one_split = std::size_t(m) * c.capacity * sizeof(unsigned long long);
+  const long long by_budget = std::max<long long>(1, (long long)(kCollectBudget / one_split));
+  const long long by_rows = std::max(1LL, (long long)n / kCollectMinRowsPerSplit), most = collect_max_splits(c, m, n);
+  resident = std::max(1LL, resident);
+  const long long grid = std::min(resident, qg * by_rows);
+  // The most blocks that scan one group: 1 where whole groups tile the blocks, grid / qg where the
+  // blocks tile whole groups, else at most one more than a group's rows over a block's least.
+  const long long pieces = qg % grid == 0 ? 1 : grid % qg == 0 ? grid / qg : (rg + units / grid - 1) / (units / grid) + 1;
+  c.balanced = mode == env::Mode::on && pieces <= most && units < (1LL << 62) / grid;
+  if (c.balanced) {
+    c.grid = grid, c.splits = int(pieces);
+  } else {
+    c.splits = int(std::max(1LL, std::min({(resident + qg - 1) / qg, by_rows, by_budget})));
+    c.grid = qg * c.splits;
+  }
+}
+
 // Queries per thread by queries per SM: 4 from kCollectQueriesPerSmFor4, 2 from
 // kCollectQueriesPerSmFor2, else 1. On an H100 (132 SMs; results/h100/v15/collect/scores/), with
 // scores: case 200 (200 064 queries, 1516 per SM) took 11.0 ms with 2 against 11.4 with 4 and 12.6
 // with 1; case 405 (2^20, 7944 per SM) 349 ms with 4 against 458 with 1; case 201 (8192, 62 per
 // SM) 0.42-0.43 ms with 1 against 0.60 with 4.
 constexpr int kCollectQueriesPerSmFor4 = 4096, kCollectQueriesPerSmFor2 = 512;
-// Splits of the rows fill the device with this many blocks per SM.
+// plan_collect's guess at the blocks an SM holds at once; SeedCollect balances the plan again
+// with its kernel's occupancy.
 constexpr int kCollectBlocksPerSm = 8;
 
 // The candidate buffers for a seeded scan of m queries against n rows on a device of `sm_count`
@@ -101,11 +166,32 @@ inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, in
                          : m >= sms * kCollectQueriesPerSmFor2 ? 2
                                                                 : 1;
   c.query_groups = int(groups_for(c.queries_per_thread));
-  long long splits = (target + c.query_groups - 1) / c.query_groups;
-  splits = std::min(splits, std::max(1LL, (long long)n / kCollectMinRowsPerSplit));
-  splits = std::min<long long>(splits, std::max<std::size_t>(1, kCollectBudget / one_split));
-  c.splits = int(std::max(1LL, splits));
+  balance_collect(c, m, n, target, collect_balance_from_environment());
   return c;
+}
+
+// The tensor cores' geometry (kernels/common/seed_collect_tc.cu): a block scores 256 queries, a
+// (query, lane) pair has its own buffer of max(kCollectTcMinCapacity, kCollectTcPerTopk · topk)
+// keys, 4 per query and split of the rows; splits until kCollectBlocksPerSm blocks per SM, of at
+// least kCollectMinRowsPerSplit rows, within the budget.
+constexpr int kCollectTcQueries = 256, kCollectTcLanes = 4, kCollectTcMinCapacity = 16, kCollectTcPerTopk = 2;
+// KNN_V15_COLLECT_TC: auto (the rule of plan_collect_tensor's caller), off, on.
+inline env::Mode collect_tc_mode_from_environment() { return env::mode_knob("KNN_V15_COLLECT_TC"); }
+// Turns a chosen plan into the tensor cores' (scores, center and band set by the caller); false,
+// the plan unchanged, where the buffers would not fit the budget.
+inline bool plan_collect_tensor(CollectPlan& c, int m, int n, int topk, int sm_count, bool split) {
+  const int capacity = std::max(kCollectTcMinCapacity, kCollectTcPerTopk * topk);
+  const std::size_t one_split = std::size_t(m) * kCollectTcLanes * capacity * sizeof(unsigned long long);
+  if (!c.chosen || one_split > kCollectBudget) return false;
+  const long long groups = (m + kCollectTcQueries - 1) / kCollectTcQueries;
+  const long long target = (long long)std::max(1, sm_count) * kCollectBlocksPerSm;
+  const long long splits = std::min({(target + groups - 1) / groups, std::max(1LL, (long long)n / kCollectMinRowsPerSplit),
+                                     (long long)(kCollectBudget / one_split)});
+  c.tensor = true, c.tensor_split = split, c.balanced = false;
+  c.capacity = capacity, c.query_groups = int(groups);
+  c.splits = kCollectTcLanes * int(std::max(1LL, splits));
+  c.grid = groups * (c.splits / kCollectTcLanes);
+  return true;
 }
 
 }  // namespace knn::gpu

@@ -14,8 +14,10 @@ namespace knn::gpu {
 
 class SeedCollect {
  public:
-  // Allocates on `stream` (stream-ordered) the buffers of `plan` for m queries.
-  SeedCollect(const CollectPlan& plan, int m, int topk, cudaStream_t stream);
+  // Allocates on `stream` (stream-ordered) the buffers of `plan` for m queries against n rows of
+  // k = dim, once the plan is balanced (balance_collect) for the blocks of its kernel that
+  // `sm_count` SMs hold at once.
+  SeedCollect(const CollectPlan& plan, int m, int n, int dim, int topk, int sm_count, cudaStream_t stream);
   // Enqueues on `stream` the collecting kernel over all n rows and the selection, which writes each
   // query's topk (distance, index) pairs, ascending, to distances/indices[q · topk + s] ((+inf, -1)
   // where fewer rows exist). `order` and `bound` are the seed's (ScanSeed::order(), bound()).
@@ -27,7 +29,8 @@ class SeedCollect {
   void download_counts(cudaStream_t stream);
   // The path's text, with those counts.
   std::string path(int dim) const;
-  static std::size_t device_bytes(const CollectPlan& plan, int m);
+  // The most any device's balance can take (collect_max_splits).
+  static std::size_t device_bytes(const CollectPlan& plan, int m, int n);
 
  private:
   CollectPlan plan_;

@@ -15,6 +15,8 @@
 
 namespace knn::gpu {
 
+struct CollectPlan;  // kernels/common/seed_collect.hpp
+
 // KNN_V15_TC: "auto" (the default: topk = 1 with 8 ≤ k ≤ 32, m ≥ 64, n ≥ 2^18; topk 2..32 with
 // 3 ≤ k ≤ 32, m ≥ 1024, n ≥ 2^18), "off" (the fused scan), "on" (wherever the filter applies,
 // whatever the shape: topk up to kFilterMaxTopk).
@@ -128,6 +130,10 @@ Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode);
 // The same scores for v15's candidate buffers (kernels/common/seed_collect.hpp), any topk up to 32:
 // `chosen` where the values are known and finite and KNN_V15_COLLECT_SCORES is not off.
 Fp32Plan plan_collect_scores(const Problem& p);
+// The buffers' scoring on `c` (chosen by plan_collect): fp32 scores where plan_collect_scores is
+// chosen, from the tensor cores where KNN_V15_COLLECT_TC allows too and the device has TF32 ones
+// (compute capability 8 on; tc_split(k) picks the split), else exact distances.
+void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major);
 
 // How the filters' keys become the answer, for v15's path.
 inline std::string filter_lists_text(int topk) {

@@ -132,4 +132,14 @@ Fp32Plan plan_collect_scores(const Problem& p) {
   return plan;
 }
 
+void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major) {
+  const Fp32Plan scores = plan_collect_scores(p);
+  c.scores = scores.chosen, c.center = scores.center, c.band = scores.band;
+  const knn::env::Mode tc = collect_tc_mode_from_environment();
+  if (!scores.chosen || tc != knn::env::Mode::on || cc_major < 8) return;
+  const bool split = tc_split(p.dim);
+  if (plan_collect_tensor(c, p.m, p.n, p.topk, sm_count, split))
+    c.band = float(round_up(tc_score_error_bound(p.dim, scores.half_span, split)));
+}
+
 }  // namespace knn::gpu
