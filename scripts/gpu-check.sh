@@ -77,6 +77,11 @@
 #               and without; cases 8-11; the tensor-core kernel's SASS and (with ncu) sections on case 405
 #   -> v15tc/{tc,split,cuda}-{1,2}.*, {shapes,tc-topk-shapes}-{on,off}.*, default.*, tests.log,
 #      ncu-405-{tc,split}.txt, collect-tc-sass.txt
+#   v15gate     the gate between the buffers' CUDA cores and tensor cores (KNN_V15_COLLECT_TC=auto): every
+#               v15 test; cases 200, 201, 405 at the defaults and with the tensor cores off, twice each in
+#               alternating processes, and on once; tc-topk-shapes.json and seed-shapes.json at the defaults
+#               and off; ad-hoc joins 2^20 x 2^20 at k 4 (uniform, clusters) and 2^18 x 2^20 at k 5, topk 8
+#               (auto, off, on); cases 8-11     -> v15gate/*.{json,md,log}, tests.log
 #   placement   where a process's host buffers lie and how fast one thread reads them, against the time it
 #               ran (scripts/tune/placement_probe.cu), in PLACEMENT_RUNS (default 4) processes, v0 on case 8
 #               in a process after each                               -> placement/probe-N.txt, v0-N.json
@@ -127,7 +132,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -542,6 +547,29 @@ for step in "${steps[@]}"; do
             --quiet >"$OUT/v15tc/ncu-405-$([ $split = on ] && echo split || echo tc).txt" 2>&1 || status=1
         done
       fi
+      ;;
+    v15gate)
+      mkdir -p "$OUT/v15gate"
+      v15_tests "$OUT/v15gate"
+      seeds=(--config configs/seeds.json --case 200,201,405 --version v15 --validate-queries 8192 --max-time 2)
+      for run in 1 2; do
+        measure "$OUT/v15gate/auto-$run" -- "${seeds[@]}"
+        measure "$OUT/v15gate/off-$run" KNN_V15_COLLECT_TC=off -- "${seeds[@]}"
+      done
+      measure "$OUT/v15gate/on" KNN_V15_COLLECT_TC=on -- "${seeds[@]}"
+      for tc in auto off; do
+        measure "$OUT/v15gate/tc-topk-shapes-$tc" KNN_V15_COLLECT_TC=$tc -- --config configs/tc-topk-shapes.json --version v15 --max-time 2
+        measure "$OUT/v15gate/shapes-$tc" KNN_V15_COLLECT_TC=$tc -- --config configs/seed-shapes.json --version v15 --max-time 2
+      done
+      for tc in auto off on; do
+        measure "$OUT/v15gate/k4-uniform-$tc" KNN_V15_COLLECT_TC=$tc -- --k 4 --m 1048576 --n 1048576 --topk 5 \
+          --version v15 --validate-queries 4096 --max-time 2
+        measure "$OUT/v15gate/k4-clusters-$tc" KNN_V15_COLLECT_TC=$tc -- --k 4 --m 1048576 --n 1048576 --topk 5 \
+          --distribution clusters --version v15 --validate-queries 4096 --max-time 2
+        measure "$OUT/v15gate/k5-top8-$tc" KNN_V15_COLLECT_TC=$tc -- --k 5 --m 262144 --n 1048576 --topk 8 \
+          --version v15 --validate-queries 4096 --max-time 2
+      done
+      measure "$OUT/v15gate/default" -- --case 8-11 --version v15 --max-time 2
       ;;
     placement)
       log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"

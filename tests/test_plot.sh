@@ -72,6 +72,9 @@ kinds=""
 for pair in "integrity/trees-1 integrity/trees-2" "integrity/default-1 integrity/default-2" "integrity/slowed-0 integrity/slowed-25" "variance/trees-before-1 variance/trees-before-2"; do
   set -- $pair
   a=$res/$1.json b=$res/$2.json
+  for f in a b; do  # some committed files are gzip-compressed (results/README.md)
+    if [[ ! -f ${!f} && -f ${!f}.gz ]]; then gunzip -c "${!f}.gz" >"$tmp/$f.json"; printf -v "$f" '%s' "$tmp/$f.json"; fi
+  done
   set +e
   "$knnbench" compare "$a" "$b" --md - 2>&1 | sed 's/\*\*//g' >"$tmp/cpp.txt"  # markdown rows are never wrapped; bold dropped
   set -e

@@ -69,6 +69,9 @@ struct V15Case {
   std::string collect_scores = "";
   // KNN_V15_COLLECT_TC ("" leaves it unset): "on" takes the tensor cores' scores instead of fp32's.
   std::string collect_tc = "";
+  // Whether the gate between the CUDA cores and the tensor cores runs (KNN_V15_COLLECT_TC=auto on
+  // its shapes: k 4..5, topk <= 8, from 65536 queries).
+  bool expect_gate = false;
   // KNN_V15_COLLECT_BALANCE ("" leaves it unset).
   std::string collect_balance = "";
   std::string name() const {
@@ -434,6 +437,17 @@ std::vector<V15Case> collect_cases() {
     tc(3, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, 6400.f);
     tc(5, 70001, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97);
   }
+  // The gate (KNN_V15_COLLECT_TC unset: auto) on its shapes, whichever kernel it lets run; and off.
+  for (Distribution dist : {Distribution::uniform, Distribution::clusters, Distribution::duplicates})
+    for (int dim : {4, 5}) {
+      add(dim, 65536 + 17, 65537, dim == 4 ? 8 : 5, false, dist, kDefaultIntegerMax, "auto", "", 0.f, 131);
+      out.back().expect_gate = true;
+    }
+  add(5, 0, 65536 + 3, 4, true, Distribution::uniform, kDefaultIntegerMax, "auto", "", 0.f, 131);
+  out.back().expect_gate = true;
+  add(5, 65536, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, "auto", "", 0.f, 131);
+  out.back().collect_tc = "off";
+  add(5, 65536, 65537, 16, false, Distribution::uniform, kDefaultIntegerMax, "auto", "", 0.f, 131);  // topk > 8: no gate
   for (int dim : {2, 3, 5})
     for (int topk : {8, 32}) add(dim, 0, 5003, topk, true, Distribution::uniform, kDefaultIntegerMax, "off", "");
   add(3, 700, 5003, 9, false, Distribution::uniform, kDefaultIntegerMax, "off", "");
@@ -546,9 +560,12 @@ std::string check_against_v0(const V15Case& c) {
     if (c.expect_collect && !c.collect_queries.empty())
       EXPECT_NE(ctx.path.find(fmt::format("; {} quer", c.collect_queries)), std::string::npos) << ctx.path;
     const bool scored = c.expect_collect && !c.collect.empty() && c.collect_scores != "off";
+    const bool tc_scores = ctx.path.find("TF32 tensor-core scores") != std::string::npos;
+    const bool chosen = ctx.path.find("; tensor cores chosen") != std::string::npos;
     if (c.expect_collect) {
-      EXPECT_EQ(ctx.path.find("fp32 scores") != std::string::npos, scored && c.collect_tc != "on") << ctx.path;
-      EXPECT_EQ(ctx.path.find("TF32 tensor-core scores") != std::string::npos, scored && c.collect_tc == "on") << ctx.path;
+      EXPECT_EQ(ctx.path.find("fp32 scores") != std::string::npos, scored && !tc_scores) << ctx.path;
+      EXPECT_EQ(tc_scores, scored && (c.collect_tc == "on" || chosen)) << ctx.path;
+      EXPECT_EQ(ctx.path.find("; tensor cores ") != std::string::npos, c.expect_gate) << ctx.path;
     }
     // Whole numbers with a span of 2 or 3 in a self-join (one split): more rows tie at the bound than
     // a buffer holds. (The join of 7 queries spreads its ties over 14 splits' buffers instead.)
@@ -1254,6 +1271,19 @@ TEST(V15CollectPlan, TensorCoresGeometry) {
   EXPECT_EQ(few.splits, gpu::kCollectTcLanes * (40009 / gpu::kCollectMinRowsPerSplit));
   EXPECT_EQ(few.blocks(), 2 * (40009 / gpu::kCollectMinRowsPerSplit));
   // Over the budget: four lanes' buffers of 64 keys for 2^18 + 1 queries take 512 MiB and more.
+  // auto offers the tensor cores k 4..5, topk <= 8, from 65536 queries.
+  EXPECT_TRUE(gpu::collect_tc_auto(1 << 20, 5, 5));
+  EXPECT_TRUE(gpu::collect_tc_auto(gpu::kCollectMinJoinQueries, 4, 8));
+  EXPECT_FALSE(gpu::collect_tc_auto(gpu::kCollectMinJoinQueries - 1, 5, 5));
+  EXPECT_FALSE(gpu::collect_tc_auto(1 << 20, 3, 5));
+  EXPECT_FALSE(gpu::collect_tc_auto(1 << 20, 5, 9));
+  // The gate's bounds: a query below 2E / (inflation^(2/k) - 1) lets more than `inflation` x its
+  // topk rows' worth pass the band E.
+  EXPECT_NEAR(gpu::collect_tc_gate_bound(1.f, 4, 2), 2.0 / 15.0, 1e-6);             // inflation 256, k 4
+  EXPECT_NEAR(gpu::collect_tc_gate_bound(1.f, 5, 2), 2.0 / (std::pow(256.0, 0.4) - 1.0), 1e-6);
+  EXPECT_NEAR(gpu::collect_tc_gate_bound(0.5f, 4, 0), 1.0 / 3.0, 1e-6);            // inflation 16
+  for (int l = 1; l < gpu::kCollectTcGateLevels; ++l)  // higher inflation: lower bounds
+    EXPECT_LT(gpu::collect_tc_gate_bound(1.f, 5, l), gpu::collect_tc_gate_bound(1.f, 5, l - 1));
   gpu::CollectPlan big = plan((1 << 18) + 1, 1 << 20, 32);
   ASSERT_TRUE(big.chosen);
   EXPECT_FALSE(gpu::plan_collect_tensor(big, (1 << 18) + 1, 1 << 20, 32, 132, false));

@@ -4,6 +4,7 @@
 #include "kernels/common/seed_collect_device.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,6 +20,7 @@ namespace {
 
 using collect::Args;
 using collect::cut;
+using collect::gate_open;
 using collect::warp_sum;
 
 // A block stages this many float4s of rows in shared memory at a time (16 KiB): every tile costs
@@ -168,6 +170,7 @@ __device__ __noinline__ void collect_piece(const Args& a, int group, int split, 
 // in local memory, and it took 1.3 s against 0.35.
 template <int DIM, int Q, bool SCORE>
 __global__ void __launch_bounds__(kCollectBlock) collect_kernel(const __grid_constant__ Args a) {
+  if (!gate_open(a)) return;  // the whole grid: the tensor cores' kernel runs instead
   const long long rg = (a.n + kScanGroup - 1) / kScanGroup, units = (long long)a.query_groups * rg, b = blockIdx.x;
   const long long lo = a.balanced ? collect_begin(units, b, a.grid) : b / a.splits * rg + rg * (b % a.splits) / a.splits;
   const long long hi = a.balanced ? collect_begin(units, b + 1, a.grid) : b / a.splits * rg + rg * (b % a.splits + 1) / a.splits;
@@ -178,9 +181,26 @@ __global__ void __launch_bounds__(kCollectBlock) collect_kernel(const __grid_con
     collect_piece<DIM, Q, SCORE>(a, group, group == g_lo ? piece0 : 0, group == g_lo ? r_lo : 0, group == g_hi ? r_hi : int(rg));
 }
 
+// The gate's counts: the queries whose bound is below level l's (collect_tc_gate_bound).
+struct GateBounds {
+  float below[kCollectTcGateLevels];
+};
+__global__ void gate_kernel(const float* __restrict__ bound, int m, GateBounds g, unsigned long long* counts) {
+  unsigned long long below[kCollectTcGateLevels] = {};
+  for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < m; q += (long long)gridDim.x * blockDim.x)
+#pragma unroll
+    for (int l = 0; l < kCollectTcGateLevels; ++l) below[l] += bound[q] < g.below[l] ? 1 : 0;
+#pragma unroll
+  for (int l = 0; l < kCollectTcGateLevels; ++l) {
+    const unsigned long long sum = warp_sum(below[l]);
+    if (threadIdx.x % 32 == 0 && sum > 0) atomicAdd(counts + l, sum);
+  }
+}
+
 // One warp per query slot: topk rounds of a warp-wide minimum over the slot's buffers, each round
 // above the last key taken (keys are distinct: one per row).
-__global__ void select_kernel(Args a, std::int32_t* __restrict__ indices, float* __restrict__ distances) {
+__global__ void select_kernel(Args cuda_cores, Args tensor, std::int32_t* __restrict__ indices, float* __restrict__ distances) {
+  const Args& a = tensor.gate != nullptr && gate_open(tensor) ? tensor : cuda_cores;  // the kernel that ran
   const long long s = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (s >= a.m) return;  // the whole warp
@@ -245,22 +265,58 @@ CollectPlan with_occupancy(CollectPlan plan, int m, int n, int dim, int sm_count
   return plan;
 }
 
+// The tensor cores' plan the gate may choose instead of the CUDA cores' `plan` (none without a
+// tc_band, or where its buffers would not fit).
+std::optional<CollectPlan> tensor_alternative(const CollectPlan& plan, int m, int n, int topk, int sm_count) {
+  if (plan.tensor || !(plan.tc_band > 0.f)) return std::nullopt;
+  CollectPlan t = plan;
+  if (!plan_collect_tensor(t, m, n, topk, sm_count, plan.tensor_split)) return std::nullopt;
+  t.band = plan.tc_band;
+  return t;
+}
+
+std::size_t key_count(const CollectPlan& c, const std::optional<CollectPlan>& t, int m) {
+  return std::size_t(m) * std::max<std::size_t>(std::size_t(c.splits) * c.capacity, t ? std::size_t(t->splits) * t->capacity : 0);
+}
+
+std::size_t count_count(const CollectPlan& c, const std::optional<CollectPlan>& t, int m) {
+  return std::size_t(m) * std::max(c.splits, t ? t->splits : 0);
+}
+
 }  // namespace
 
 SeedCollect::SeedCollect(const CollectPlan& plan, int m, int n, int dim, int topk, int sm_count, cudaStream_t stream)
-    : plan_(with_occupancy(plan, m, n, dim, sm_count)), m_(m), topk_(topk),
-      keys_(std::size_t(m) * plan_.splits * plan_.capacity, stream), stats_(2, stream),
-      counts_(std::size_t(m) * plan_.splits, stream) {}
+    : plan_(with_occupancy(plan, m, n, dim, sm_count)), tensor_(tensor_alternative(plan_, m, n, topk, sm_count)), m_(m),
+      topk_(topk), keys_(key_count(plan_, tensor_, m), stream), stats_(kStats, stream),
+      counts_(count_count(plan_, tensor_, m), stream) {}
+
+bool SeedCollect::tensor_ran() const {
+  return plan_.tensor || (tensor_ && host_counts_[2 + kCollectTcGateLevel] <= gate_max());
+}
+
+unsigned long long SeedCollect::gate_max() const { return (unsigned long long)(kCollectTcGateShare * m_); }
 
 void SeedCollect::enqueue(const float* queries, const float* references, int dim, int n, bool self_join,
                           const std::int32_t* order, const float* bound, std::int32_t* indices, float* distances,
                           cudaStream_t stream) {
-  Args a{queries, reinterpret_cast<const float4*>(references), references, m_, n, dim, topk_, plan_.splits,
-         plan_.capacity, plan_.query_groups, plan_.grid, plan_.balanced, self_join, plan_.center, plan_.band,
-         plan_.splits / kCollectTcLanes, order, bound, keys_.data(), counts_.data(), stats_.data()};
-  KNN_CUDA_TRY(cudaMemsetAsync(stats_.data(), 0, 2 * sizeof(unsigned long long), stream));
-  // A balanced grid need not reach every (query, split): those stay empty.
+  const auto args = [&](const CollectPlan& c, bool gated) {
+    return Args{queries, reinterpret_cast<const float4*>(references), references, m_, n, dim, topk_, c.splits,
+                c.capacity, c.query_groups, c.grid, c.balanced, self_join, c.center, c.band,
+                c.splits / kCollectTcLanes, order, bound, keys_.data(), counts_.data(), stats_.data(),
+                gated ? stats_.data() + 2 + kCollectTcGateLevel : nullptr, gate_max(), c.tensor};
+  };
+  const Args a = args(plan_, tensor_.has_value());
+  const Args t = tensor_ ? args(*tensor_, true) : Args{};
+  KNN_CUDA_TRY(cudaMemsetAsync(stats_.data(), 0, kStats * sizeof(unsigned long long), stream));
+  // A balanced grid, or the kernel the gate stops, need not reach every (query, split): those stay empty.
   KNN_CUDA_TRY(cudaMemsetAsync(counts_.data(), 0, counts_.size() * sizeof(int), stream));
+  if (tensor_) {  // the gate's counts, then both kernels: one returns at once
+    GateBounds g;
+    for (int l = 0; l < kCollectTcGateLevels; ++l) g.below[l] = collect_tc_gate_bound(tensor_->band, dim, l);
+    gate_kernel<<<int(std::min<long long>(1024, (m_ + 255LL) / 256)), 256, 0, stream>>>(bound, m_, g, stats_.data() + 2);
+    KNN_CUDA_CHECK_LAUNCH();
+    collect::launch_collect_tc(t, tensor_->grid, tensor_->tensor_split, stream);
+  }
   if (plan_.tensor) {
     collect::launch_collect_tc(a, plan_.grid, plan_.tensor_split, stream);
   } else {
@@ -269,7 +325,7 @@ void SeedCollect::enqueue(const float* queries, const float* references, int dim
     k<<<int(plan_.blocks()), kCollectBlock, 0, stream>>>(a);
     KNN_CUDA_CHECK_LAUNCH();
   }
-  select_kernel<<<cuda::divup((long long)m_ * 32, kSelectBlock), kSelectBlock, 0, stream>>>(a, indices, distances);
+  select_kernel<<<cuda::divup((long long)m_ * 32, kSelectBlock), kSelectBlock, 0, stream>>>(a, t, indices, distances);
   KNN_CUDA_CHECK_LAUNCH();
 }
 
@@ -279,7 +335,7 @@ void SeedCollect::download_counts(cudaStream_t stream) {
 
 std::string SeedCollect::path(int dim) const {
   const unsigned long long* n = host_counts_;
-  const CollectPlan& c = plan_;
+  const CollectPlan& c = tensor_ran() && tensor_ ? *tensor_ : plan_;
   const std::string scores =
       c.tensor ? fmt::format("TF32 tensor-core scores (mma.sync m16n8k8{})", c.tensor_split ? ", hi + lo: three products" : "")
       : c.scores ? std::string("fp32 scores")
@@ -293,21 +349,33 @@ std::string SeedCollect::path(int dim) const {
                              c.balanced ? fmt::format("sharing the rows of all groups equally (at most {} per group)", c.splits)
                                         : fmt::format("of whole groups, {} split{} of the rows per group", c.splits,
                                                       c.splits == 1 ? "" : "s"));
+  const std::string gate =
+      !tensor_ ? std::string()
+               : fmt::format("; tensor cores {}: {} of {} queries with a bound below {:.3g} (rows passing the TF32 band "
+                             "{:.3g} more than {} x those within the bound; at most {}; above 16, 64, 256, 1024, 4096 x: "
+                             "{}, {}, {}, {}, {})",
+                             tensor_ran() ? "chosen" : "not chosen", n[2 + kCollectTcGateLevel], m_,
+                             collect_tc_gate_bound(tensor_->band, dim, kCollectTcGateLevel), tensor_->band,
+                             1 << (2 * kCollectTcGateLevel + 4), gate_max(), n[2], n[3], n[4], n[5], n[6]);
   return fmt::format(
       "k={} compiled in, candidate buffers: {}, those below it appended to a buffer of {} keys per query{} and split ({} in "
       "all, {:.1f} per query; {} buffer{} cut back to topk), then each query's {} smallest taken by a warp; {}, 1 chunk "
-      "(copy on one stream, search on another)",
+      "(copy on one stream, search on another){}",
       dim,
       scores.empty() ? std::string("every row's exact distance compared with the query's bound")
                      : fmt::format("{} ||r-c||^2 - 2(q-c).(r-c) with c = {:g} against each query's threshold (error bound "
                                    "{:.3g}), the exact distance where one passes, compared with the query's bound",
                                    scores, c.center, c.band),
-      c.capacity, c.tensor ? ", lane" : "", n[0], double(n[0]) / m_, n[1], n[1] == 1 ? "" : "s", topk_, layout);
+      c.capacity, c.tensor ? ", lane" : "", n[0], double(n[0]) / m_, n[1], n[1] == 1 ? "" : "s", topk_, layout, gate);
 }
 
 std::size_t SeedCollect::device_bytes(const CollectPlan& plan, int m, int n) {
+  // The keys at most the budget's worth (both plans); the counts of the tensor cores' plan, 4 per
+  // query and split of the rows, may outnumber the CUDA cores'.
   const int splits = collect_max_splits(plan, m, n);
-  return std::size_t(m) * splits * (plan.capacity * sizeof(unsigned long long) + sizeof(int)) + 2 * sizeof(unsigned long long);
+  const long long tc_splits = kCollectTcLanes * std::max(1LL, (long long)n / kCollectMinRowsPerSplit);
+  return std::size_t(m) * splits * plan.capacity * sizeof(unsigned long long) +
+         std::size_t(m) * std::max<long long>(splits, tc_splits) * sizeof(int) + kStats * sizeof(unsigned long long);
 }
 
 }  // namespace knn::gpu

@@ -10,6 +10,7 @@
 // its buffers. The registers freed from the lists let more warps hide the loads: this is what made
 // the seeded self-join fast. plan_collect is pure C++ (tested on the CPU); seed_collect.cu runs it.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <optional>
 #include <stdexcept>
@@ -59,6 +60,9 @@ struct CollectPlan {
   // TF32 (split: hi + lo, three products), `band` then the TF32 score's error bound. Blocks of
   // kCollectTcQueries queries; 4 buffers (one per lane of a query) per split of the rows.
   bool tensor = false, tensor_split = false;
+  // On a CUDA-core plan: the tensor cores as the alternative the seed's bounds decide between
+  // (tc_band > 0: the TF32 band; see kCollectTcGateRatio), set by plan_collect_scoring.
+  float tc_band = 0.f;
   std::string why;             // why not, when not chosen
   long long blocks() const { return grid; }
   std::size_t buffer_bytes(int m) const { return std::size_t(m) * splits * capacity * sizeof(unsigned long long); }
@@ -175,10 +179,35 @@ inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, in
 // keys, 4 per query and split of the rows; splits until kCollectBlocksPerSm blocks per SM, of at
 // least kCollectMinRowsPerSplit rows, within the budget.
 constexpr int kCollectTcQueries = 256, kCollectTcLanes = 4, kCollectTcMinCapacity = 16, kCollectTcPerTopk = 2;
-// KNN_V15_COLLECT_TC: auto (the rule of plan_collect_tensor's caller), off, on.
+// KNN_V15_COLLECT_TC: auto (collect_tc_auto's shapes, then the seed's bounds decide on the device),
+// off, on (the tensor cores wherever the scores run, no gate).
 inline env::Mode collect_tc_mode_from_environment() { return env::mode_knob("KNN_V15_COLLECT_TC"); }
-// Turns a chosen plan into the tensor cores' (scores, center and band set by the caller); false,
-// the plan unchanged, where the buffers would not fit the budget.
+// The shapes `auto` offers the tensor cores: k 4..5 (the TF32 product covers 8 dimensions: at k <= 3
+// the CUDA cores' k multiply-adds cost less; H100, results/h100/v15/collect-tc/batched/: case 200,
+// k 2, 26.6 ms against 10.7; 1900, k 3, 243 against 233), topk <= 8 (2003, k 5 and topk 16: 11.2
+// against 5.8) and joins from kCollectMinJoinQueries queries (405: 239 against 332; 1903: 17.7
+// against 30.5).
+constexpr int kCollectTcMinDim = 4, kCollectTcMaxTopk = 8;
+inline bool collect_tc_auto(int m, int dim, int topk) {
+  return dim >= kCollectTcMinDim && dim <= kCollectMaxDim && topk <= kCollectTcMaxTopk && m >= kCollectMinJoinQueries;
+}
+// The gate. A TF32 band E wide against a query's bound b lets many rows' scores pass, each then
+// costing an exact distance: about topk · ((b + 2E) / b)^(k/2) rows pass where topk lie within b.
+// The tensor cores run where at most kCollectTcGateShare of the queries would have that inflation
+// above kCollectTcGateInflation, i.e. b < 2E / (inflation^(2/k) - 1). H100, the seed's bounds
+// against TF32 bands (results/h100/v15/collect-tc/gate/): clustered data has most bounds far below
+// E and took 2-2.3x longer on the tensor cores (1901: 668 ms against 335; k 4: 634 against 270),
+// uniform data wins (405: 241 against 330; k 4: 236 against 270; k 5 topk 8: 67 against 96). The
+// gate kernel counts the queries above inflations 16, 64, 256, 1024, 4096 (the path reports them).
+constexpr int kCollectTcGateLevels = 5, kCollectTcGateLevel = 2;  // inflation 4^(level + 2)
+constexpr double kCollectTcGateShare = 0.1;
+// The bound below which a query's inflation exceeds 4^(level + 2) at band E and k dimensions.
+inline float collect_tc_gate_bound(float band, int dim, int level) {
+  const double inflation = std::pow(4.0, level + 2);
+  return float(2.0 * band / (std::pow(inflation, 2.0 / dim) - 1.0));
+}
+// Turns a chosen plan into the tensor cores' (scores and center set by the caller, `band` then
+// the TF32 band); false, the plan unchanged, where the buffers would not fit the budget.
 inline bool plan_collect_tensor(CollectPlan& c, int m, int n, int topk, int sm_count, bool split) {
   const int capacity = std::max(kCollectTcMinCapacity, kCollectTcPerTopk * topk);
   const std::size_t one_split = std::size_t(m) * kCollectTcLanes * capacity * sizeof(unsigned long long);

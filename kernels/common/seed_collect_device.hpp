@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/cuda/buffers.hpp"
@@ -33,11 +34,15 @@ class SeedCollect {
   static std::size_t device_bytes(const CollectPlan& plan, int m, int n);
 
  private:
+  bool tensor_ran() const;            // after the stream has run (download_counts)
+  unsigned long long gate_max() const;  // the most queries below the gate's level for the tensor cores
+  static constexpr int kStats = 2 + kCollectTcGateLevels;
   CollectPlan plan_;
+  std::optional<CollectPlan> tensor_;  // the tensor cores' plan the gate may choose instead of plan_
   int m_, topk_;
   cuda::StreamBuffer<unsigned long long> keys_, stats_;
   cuda::StreamBuffer<int> counts_;
-  unsigned long long host_counts_[2] = {0, 0};  // appended, cuts
+  unsigned long long host_counts_[kStats] = {};  // appended, cuts, the gate's counts by level
 };
 
 }  // namespace knn::gpu

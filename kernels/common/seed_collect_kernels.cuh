@@ -21,8 +21,18 @@ struct Args {
   const float* __restrict__ bound;         // by query
   unsigned long long* keys;                // [(slot · splits + split) · capacity + e]
   int* counts;                             // [slot · splits + split]
-  unsigned long long* stats;               // appended keys, cuts
+  unsigned long long* stats;               // appended keys, cuts, then the gate's counts
+  // The gate (seed_collect.hpp: kCollectTcGateRatio): where set, the kernel runs only if the
+  // count at `gate` is at most gate_max (gate_tc) or above it (!gate_tc).
+  const unsigned long long* gate;
+  unsigned long long gate_max;
+  bool gate_tc;
 };
+
+// Whether the gate lets this kernel run (every thread reads the same count).
+__device__ __forceinline__ bool gate_open(const Args& a) {
+  return a.gate == nullptr || ((*a.gate <= a.gate_max) == a.gate_tc);
+}
 
 __device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -28,6 +28,7 @@ constexpr int kStride = kTcSliceDims + 4;  // one slice and 4 floats of padding:
 template <bool SPLIT>
 __global__ void __launch_bounds__(kTcBlock) collect_tc_kernel(const __grid_constant__ Args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (!gate_open(a)) return;  // the whole grid: the CUDA cores' kernel runs instead
   constexpr int P = SPLIT ? 2 : 1;  // [0] hi (or the single TF32 value), [1] lo
   __shared__ float staged[kTcStageRows * kStride];                // the rows as given (exact distances)
   __shared__ std::uint32_t converted[P][kTcStageRows * kStride];  // r - c as TF32 (hi, lo)

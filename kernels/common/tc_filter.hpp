@@ -131,8 +131,10 @@ Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode);
 // `chosen` where the values are known and finite and KNN_V15_COLLECT_SCORES is not off.
 Fp32Plan plan_collect_scores(const Problem& p);
 // The buffers' scoring on `c` (chosen by plan_collect): fp32 scores where plan_collect_scores is
-// chosen, from the tensor cores where KNN_V15_COLLECT_TC allows too and the device has TF32 ones
-// (compute capability 8 on; tc_split(k) picks the split), else exact distances.
+// chosen, else exact distances; with KNN_V15_COLLECT_TC=on the tensor cores' plan instead, with
+// auto (collect_tc_auto's shapes) the CUDA cores' plan with the tensor cores as the alternative the
+// gate decides (c.tc_band); only on compute capability 8 and later. TF32 products, split into
+// hi + lo with KNN_V15_TC_SPLIT=on.
 void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major);
 
 // How the filters' keys become the answer, for v15's path.
