@@ -82,6 +82,8 @@
 #               alternating processes, and on once; tc-topk-shapes.json and seed-shapes.json at the defaults
 #               and off; ad-hoc joins 2^20 x 2^20 at k 4 (uniform, clusters) and 2^18 x 2^20 at k 5, topk 8
 #               (auto, off, on); cases 8-11     -> v15gate/*.{json,md,log}, tests.log
+#   v15seeds    v15 at its defaults on every case of configs/seeds.json and on cases 0-11, v14 and v16 beside it
+#               on case 450 (no tests)                            -> v15seeds/{seeds,default,peers-450}.*
 #   placement   where a process's host buffers lie and how fast one thread reads them, against the time it
 #               ran (scripts/tune/placement_probe.cu), in PLACEMENT_RUNS (default 4) processes, v0 on case 8
 #               in a process after each                               -> placement/probe-N.txt, v0-N.json
@@ -132,7 +134,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -570,6 +572,12 @@ for step in "${steps[@]}"; do
           --version v15 --validate-queries 4096 --max-time 2
       done
       measure "$OUT/v15gate/default" -- --case 8-11 --version v15 --max-time 2
+      ;;
+    v15seeds)
+      mkdir -p "$OUT/v15seeds"
+      measure "$OUT/v15seeds/seeds" -- --config configs/seeds.json --version v15 --validate-queries 2048 --max-time 2
+      measure "$OUT/v15seeds/default" -- --case 0-11 --version v15 --max-time 2
+      measure "$OUT/v15seeds/peers-450" -- --config configs/seeds.json --case 450 --version v14,v15,v16 --max-time 2
       ;;
     placement)
       log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"
