@@ -72,6 +72,7 @@ struct V15Case {
   // Whether the gate between the CUDA cores and the tensor cores runs (KNN_V15_COLLECT_TC=auto on
   // its shapes: k 4..5, topk <= 8, from 65536 queries).
   bool expect_gate = false;
+  int expect_gate_tc = -1;  // the gate's choice: 1 the tensor cores, 0 the CUDA cores, -1 either
   // KNN_V15_COLLECT_BALANCE ("" leaves it unset).
   std::string collect_balance = "";
   std::string name() const {
@@ -437,14 +438,18 @@ std::vector<V15Case> collect_cases() {
     tc(3, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, 6400.f);
     tc(5, 70001, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97);
   }
-  // The gate (KNN_V15_COLLECT_TC unset: auto) on its shapes, whichever kernel it lets run; and off.
+  // The gate (KNN_V15_COLLECT_TC unset: auto) on its shapes: uniform data takes the tensor cores;
+  // clustered data and duplicates either. (These 65 537 clustered rows are sparse enough that the
+  // gate counted 1.5 % of the queries and took the tensor cores; the 2^20 clustered shapes of
+  // results/h100/v15/collect-tc/gate/ counted 70-84 % and kept the CUDA cores.) And off.
   for (Distribution dist : {Distribution::uniform, Distribution::clusters, Distribution::duplicates})
     for (int dim : {4, 5}) {
       add(dim, 65536 + 17, 65537, dim == 4 ? 8 : 5, false, dist, kDefaultIntegerMax, "auto", "", 0.f, 131);
       out.back().expect_gate = true;
+      out.back().expect_gate_tc = dist == Distribution::uniform ? 1 : -1;
     }
   add(5, 0, 65536 + 3, 4, true, Distribution::uniform, kDefaultIntegerMax, "auto", "", 0.f, 131);
-  out.back().expect_gate = true;
+  out.back().expect_gate = true, out.back().expect_gate_tc = 1;
   add(5, 65536, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, "auto", "", 0.f, 131);
   out.back().collect_tc = "off";
   add(5, 65536, 65537, 16, false, Distribution::uniform, kDefaultIntegerMax, "auto", "", 0.f, 131);  // topk > 8: no gate
@@ -566,6 +571,7 @@ std::string check_against_v0(const V15Case& c) {
       EXPECT_EQ(ctx.path.find("fp32 scores") != std::string::npos, scored && !tc_scores) << ctx.path;
       EXPECT_EQ(tc_scores, scored && (c.collect_tc == "on" || chosen)) << ctx.path;
       EXPECT_EQ(ctx.path.find("; tensor cores ") != std::string::npos, c.expect_gate) << ctx.path;
+      if (c.expect_gate && c.expect_gate_tc >= 0) EXPECT_EQ(chosen, c.expect_gate_tc == 1) << ctx.path;
     }
     // Whole numbers with a span of 2 or 3 in a self-join (one split): more rows tie at the bound than
     // a buffer holds. (The join of 7 queries spreads its ties over 14 splits' buffers instead.)
@@ -1223,13 +1229,13 @@ TEST(V15CollectPlan, BalancedRangesCoverEveryUnitOnceWithinTheSplits) {
     std::vector<int> seen(std::size_t(c.query_groups) * c.splits, 0);
     long long next = 0;  // the units, in order
     for (long long b = 0; b < c.grid; ++b) {
-      const long long lo = c.balanced ? gpu::collect_begin(units, b, c.grid) : b / c.splits * rg + rg * (b % c.splits) / c.splits;
-      const long long hi = c.balanced ? gpu::collect_begin(units, b + 1, c.grid) : b / c.splits * rg + rg * (b % c.splits + 1) / c.splits;
+      const gpu::CollectRange r = gpu::collect_range(b, rg, c.query_groups, c.grid, c.splits, c.balanced);  // the kernel's
+      const long long lo = r.lo, hi = r.hi;
       ASSERT_EQ(lo, next);
       ASSERT_LT(lo, hi) << "block " << b << " has no rows";
       next = hi;
       for (long long g = lo / rg; g <= (hi - 1) / rg; ++g) {  // the kernel's pieces
-        const long long piece = g != lo / rg ? 0 : c.balanced ? b - gpu::collect_block_of(g * rg, units, c.grid) : b % c.splits;
+        const long long piece = g != lo / rg ? 0 : r.piece;
         ASSERT_GE(piece, 0);
         ASSERT_LT(piece, c.splits) << "block " << b << " group " << g;
         EXPECT_EQ(seen[g * c.splits + piece]++, 0) << "block " << b << " group " << g << " piece " << piece;
@@ -1270,7 +1276,6 @@ TEST(V15CollectPlan, TensorCoresGeometry) {
   EXPECT_EQ(few.query_groups, 2);
   EXPECT_EQ(few.splits, gpu::kCollectTcLanes * (40009 / gpu::kCollectMinRowsPerSplit));
   EXPECT_EQ(few.blocks(), 2 * (40009 / gpu::kCollectMinRowsPerSplit));
-  // Over the budget: four lanes' buffers of 64 keys for 2^18 + 1 queries take 512 MiB and more.
   // auto offers the tensor cores k 4..5, topk <= 8, from 65536 queries.
   EXPECT_TRUE(gpu::collect_tc_auto(1 << 20, 5, 5));
   EXPECT_TRUE(gpu::collect_tc_auto(gpu::kCollectMinJoinQueries, 4, 8));
@@ -1284,6 +1289,7 @@ TEST(V15CollectPlan, TensorCoresGeometry) {
   EXPECT_NEAR(gpu::collect_tc_gate_bound(0.5f, 4, 0), 1.0 / 3.0, 1e-6);            // inflation 16
   for (int l = 1; l < gpu::kCollectTcGateLevels; ++l)  // higher inflation: lower bounds
     EXPECT_LT(gpu::collect_tc_gate_bound(1.f, 5, l), gpu::collect_tc_gate_bound(1.f, 5, l - 1));
+  // Over the budget: four lanes' buffers of 64 keys for 2^18 + 1 queries take 512 MiB and more.
   gpu::CollectPlan big = plan((1 << 18) + 1, 1 << 20, 32);
   ASSERT_TRUE(big.chosen);
   EXPECT_FALSE(gpu::plan_collect_tensor(big, (1 << 18) + 1, 1 << 20, 32, 132, false));

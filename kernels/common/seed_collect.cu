@@ -171,14 +171,12 @@ __device__ __noinline__ void collect_piece(const Args& a, int group, int split, 
 template <int DIM, int Q, bool SCORE>
 __global__ void __launch_bounds__(kCollectBlock) collect_kernel(const __grid_constant__ Args a) {
   if (!gate_open(a)) return;  // the whole grid: the tensor cores' kernel runs instead
-  const long long rg = (a.n + kScanGroup - 1) / kScanGroup, units = (long long)a.query_groups * rg, b = blockIdx.x;
-  const long long lo = a.balanced ? collect_begin(units, b, a.grid) : b / a.splits * rg + rg * (b % a.splits) / a.splits;
-  const long long hi = a.balanced ? collect_begin(units, b + 1, a.grid) : b / a.splits * rg + rg * (b % a.splits + 1) / a.splits;
-  if (lo >= hi) return;
-  const int g_lo = int(lo / rg), r_lo = int(lo % rg), g_hi = int((hi - 1) / rg), r_hi = int((hi - 1) % rg) + 1;
-  const int piece0 = int(a.balanced ? b - collect_block_of(g_lo * rg, units, a.grid) : b % a.splits);
+  const long long rg = (a.n + kScanGroup - 1) / kScanGroup;
+  const CollectRange r = collect_range(blockIdx.x, rg, a.query_groups, a.grid, a.splits, a.balanced);
+  if (r.lo >= r.hi) return;
+  const int g_lo = int(r.lo / rg), r_lo = int(r.lo % rg), g_hi = int((r.hi - 1) / rg), r_hi = int((r.hi - 1) % rg) + 1;
   for (int group = g_lo; group <= g_hi; ++group)  // block-uniform: every thread reaches the barriers
-    collect_piece<DIM, Q, SCORE>(a, group, group == g_lo ? piece0 : 0, group == g_lo ? r_lo : 0, group == g_hi ? r_hi : int(rg));
+    collect_piece<DIM, Q, SCORE>(a, group, group == g_lo ? r.piece : 0, group == g_lo ? r_lo : 0, group == g_hi ? r_hi : int(rg));
 }
 
 // The gate's counts: the queries whose bound is below level l's (collect_tc_gate_bound).
@@ -370,11 +368,14 @@ std::string SeedCollect::path(int dim) const {
 }
 
 std::size_t SeedCollect::device_bytes(const CollectPlan& plan, int m, int n) {
-  // The keys at most the budget's worth (both plans); the counts of the tensor cores' plan, 4 per
-  // query and split of the rows, may outnumber the CUDA cores'.
+  // The keys: the larger of the two plans', each within the budget. The tensor cores' plan takes
+  // 4 lanes' buffers of half the capacity, max(16, 2 topk), per split of the rows (at most one
+  // per kCollectMinRowsPerSplit rows), and as many counts.
   const int splits = collect_max_splits(plan, m, n);
   const long long tc_splits = kCollectTcLanes * std::max(1LL, (long long)n / kCollectMinRowsPerSplit);
-  return std::size_t(m) * splits * plan.capacity * sizeof(unsigned long long) +
+  const std::size_t keys = std::size_t(m) * std::max<std::size_t>(std::size_t(splits) * plan.capacity,
+                                                                  std::size_t(tc_splits) * (plan.capacity / 2));
+  return std::min(keys * sizeof(unsigned long long), kCollectBudget) +
          std::size_t(m) * std::max<long long>(splits, tc_splits) * sizeof(int) + kStats * sizeof(unsigned long long);
 }
 

@@ -61,7 +61,7 @@ struct CollectPlan {
   // kCollectTcQueries queries; 4 buffers (one per lane of a query) per split of the rows.
   bool tensor = false, tensor_split = false;
   // On a CUDA-core plan: the tensor cores as the alternative the seed's bounds decide between
-  // (tc_band > 0: the TF32 band; see kCollectTcGateRatio), set by plan_collect_scoring.
+  // (tc_band > 0: the TF32 band; see kCollectTcGateLevel), set by plan_collect_scoring.
   float tc_band = 0.f;
   std::string why;             // why not, when not chosen
   long long blocks() const { return grid; }
@@ -98,6 +98,23 @@ inline bool collect_first(int m, int n, int dim, int topk, env::Mode collect, en
 KNN_COLLECT_FN long long collect_begin(long long units, long long b, long long grid) { return units * b / grid; }
 KNN_COLLECT_FN long long collect_block_of(long long unit, long long units, long long grid) {
   return ((unit + 1) * grid - 1) / units;
+}
+
+// Block b's units [lo, hi) and the piece (buffer) of its first group: balanced (above), or aligned
+// (group b / splits, its piece b % splits of the rows). The collecting kernel and its tests use it.
+struct CollectRange {
+  long long lo, hi;
+  int piece;
+};
+KNN_COLLECT_FN CollectRange collect_range(long long b, long long row_groups, long long query_groups, long long grid,
+                                          int splits, bool balanced) {
+  const long long units = query_groups * row_groups;
+  if (balanced) {
+    const long long lo = collect_begin(units, b, grid), hi = collect_begin(units, b + 1, grid);
+    return {lo, hi, int(b - collect_block_of(lo / row_groups * row_groups, units, grid))};
+  }
+  const long long first = b / splits * row_groups;
+  return {first + row_groups * (b % splits) / splits, first + row_groups * (b % splits + 1) / splits, int(b % splits)};
 }
 
 // KNN_V15_COLLECT_BALANCE: on (balanced ranges where the budget allows, see balance_collect), off
@@ -194,7 +211,7 @@ inline bool collect_tc_auto(int m, int dim, int topk) {
 // The gate. A TF32 band E wide against a query's bound b lets many rows' scores pass, each then
 // costing an exact distance: about topk · ((b + 2E) / b)^(k/2) rows pass where topk lie within b.
 // The tensor cores run where at most kCollectTcGateShare of the queries would have that inflation
-// above kCollectTcGateInflation, i.e. b < 2E / (inflation^(2/k) - 1). H100, the seed's bounds
+// above 4^(kCollectTcGateLevel + 2) = 256, i.e. b < 2E / (256^(2/k) - 1). H100, the seed's bounds
 // against TF32 bands (results/h100/v15/collect-tc/gate/): clustered data has most bounds far below
 // E and took 2-2.3x longer on the tensor cores (1901: 668 ms against 335; k 4: 634 against 270),
 // uniform data wins (405: 241 against 330; k 4: 236 against 270; k 5 topk 8: 67 against 96). The

@@ -22,7 +22,7 @@ struct Args {
   unsigned long long* keys;                // [(slot · splits + split) · capacity + e]
   int* counts;                             // [slot · splits + split]
   unsigned long long* stats;               // appended keys, cuts, then the gate's counts
-  // The gate (seed_collect.hpp: kCollectTcGateRatio): where set, the kernel runs only if the
+  // The gate (seed_collect.hpp: kCollectTcGateLevel): where set, the kernel runs only if the
   // count at `gate` is at most gate_max (gate_tc) or above it (!gate_tc).
   const unsigned long long* gate;
   unsigned long long gate_max;

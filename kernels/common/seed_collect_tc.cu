@@ -117,31 +117,33 @@ __global__ void __launch_bounds__(kTcBlock) collect_tc_kernel(const __grid_const
 #pragma unroll
       for (int t = 0; t < kTcTiles; ++t)
         any |= d[t][0] <= limit[t][0] || d[t][1] <= limit[t][0] || d[t][2] <= limit[t][1] || d[t][3] <= limit[t][1];
-      if (!any) continue;
+      if (any) {  // rare: some score passed
 #pragma unroll
-      for (int t = 0; t < kTcTiles; ++t) {
+        for (int t = 0; t < kTcTiles; ++t) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int h = j >> 1, rr = r8 + 2 * t4 + (j & 1), row = base + rr;
-          if (!(d[t][j] <= limit[t][h]) || row >= a.n) continue;
-          const int slot = slot0 + t * kTcTileQueries + g + 8 * h, q = a.order[slot];
-          if (a.self_join && row == q) continue;
-          const float e = tc::exact_distance(a.queries + std::size_t(q) * a.dim, staged + rr * kStride, a.dim);
-          float bound = s_bound[warp][t][h][lane];
-          if (!(e < bound)) continue;
-          unsigned long long* buffer = a.keys + (std::size_t(slot) * a.splits + split * kCollectTcLanes + t4) * a.capacity;
-          int count = s_count[warp][t][h][lane];
-          buffer[count] = scan::pack(e, row);
-          ++appended;
-          if (++count == a.capacity) {
-            bound = fminf(bound, cut(buffer, a.capacity, a.topk));
-            limit[t][h] = tc::threshold_for(bound, tc::norm_low(a.queries + std::size_t(q) * a.dim, a.dim, c), a.band);
-            count = a.topk, ++cuts;
-            s_bound[warp][t][h][lane] = bound;
+          for (int j = 0; j < 4; ++j) {
+            const int h = j >> 1, rr = r8 + 2 * t4 + (j & 1), row = base + rr;
+            if (!(d[t][j] <= limit[t][h]) || row >= a.n) continue;
+            const int slot = slot0 + t * kTcTileQueries + g + 8 * h, q = a.order[slot];
+            if (a.self_join && row == q) continue;
+            const float e = tc::exact_distance(a.queries + std::size_t(q) * a.dim, staged + rr * kStride, a.dim);
+            float bound = s_bound[warp][t][h][lane];
+            if (!(e < bound)) continue;
+            unsigned long long* buffer = a.keys + (std::size_t(slot) * a.splits + split * kCollectTcLanes + t4) * a.capacity;
+            int count = s_count[warp][t][h][lane];
+            buffer[count] = scan::pack(e, row);
+            ++appended;
+            if (++count == a.capacity) {
+              bound = fminf(bound, cut(buffer, a.capacity, a.topk));
+              limit[t][h] = tc::threshold_for(bound, tc::norm_low(a.queries + std::size_t(q) * a.dim, a.dim, c), a.band);
+              count = a.topk, ++cuts;
+              s_bound[warp][t][h][lane] = bound;
+            }
+            s_count[warp][t][h][lane] = count;
           }
-          s_count[warp][t][h][lane] = count;
         }
       }
+      __syncwarp();  // the lanes the rare path split meet again before the next mma.sync.aligned
     }
   }
 #pragma unroll
