@@ -112,6 +112,11 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "After --min-samples and --min-time, sample until the noise of the median is at most this many percent "
                  "(or a limit is reached, which the result records); 0 = no noise target")
       ->capture_default_str();
+  app.add_option("--resample", o.measure.resample,
+                 "Sample a result that missed its noise target again, up to this many more times (each attempt with the "
+                 "budgets above), and keep the least noisy attempt; the note gives the others (a machine busy for a while)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   // A seed is a whole number in [0, 2^64): CLI11 would clamp -1, 2^64 and 1e23 to the largest seed.
   app.add_option_function<std::string>(
       "--seed",

@@ -32,6 +32,9 @@ struct MeasureOptions {
   // median (relative_median_noise, measure.hpp) is at most this many percent, or a limit above
   // is reached (the result then says it missed the target). 0: no noise target.
   double max_noise_pct = 1.0;
+  // A result that missed the noise target is sampled again, up to this many more times, each
+  // attempt with the budgets above; the least noisy attempt is kept (measure.cpp). 0: never.
+  int resample = 0;
   bool validate = true;
   int validate_queries = 0;  // > 0: validate only this many queries, spread evenly (large m); 0: the case's own default
   std::string dump_answers;  // a folder: each result's last answer as .npy (answers_npy.hpp); empty: none
@@ -62,7 +65,7 @@ struct RunOptions {
 
 // Every field by name; from_json requires each one (a missing field throws), so a file from
 // another build is an error, not a silent default.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, validate,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
                                    validate_queries, dump_answers, kill_after_max_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, devices, host_memory, seed, measure, quiet, list,
                                    isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case)

@@ -2,6 +2,7 @@
 // "other" phase, and measure_version driven by test versions whose call times are known.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -268,4 +269,27 @@ TEST(HostEnvironment, LoadAverageAndGovernor) {
   EXPECT_TRUE(host_busy(h));
   h.omp_threads = 4;  // four cores left free
   EXPECT_FALSE(host_busy(h));
+}
+
+// --resample: an attempt that missed the noise target is followed by another; the least noisy is
+// kept and the note gives the other. Without it, one attempt only.
+TEST(Resample, ANoisyAttemptIsSampledAgainAndTheLeastNoisyKept) {
+  std::vector<double> d = {2, 2, 6, 2, 6, 2, 6, 2, 6};  // warm-up, then a first attempt of 8 noisy samples
+  d.insert(d.end(), 24, 3.0);                          // then steady calls
+  MeasureOptions o = quick(6, 8, 5);
+  o.resample = 1;
+  const Sampled again = sample(d, o);
+  EXPECT_NE(again.r.note.find("the least noisy of 2 attempts (--resample; the other: median "), std::string::npos)
+      << again.r.note;
+  ASSERT_GE(again.r.samples_ms.size(), 6u);
+  std::vector<double> kept = again.r.samples_ms;  // the steady attempt's (the first's median is 4)
+  std::sort(kept.begin(), kept.end());
+  EXPECT_LT(kept[kept.size() / 2], 3.5) << "the first, noisier attempt was kept";
+  EXPECT_GE(*again.calls, 1 + 8 + 6);
+
+  o.resample = 0;  // one attempt: the noisy one, said to have missed its target
+  const Sampled once = sample(d, o);
+  EXPECT_EQ(*once.calls, 1 + 8);
+  EXPECT_EQ(once.r.note.find("attempts"), std::string::npos) << once.r.note;
+  EXPECT_TRUE(once.rec.noise_target_missed);
 }
