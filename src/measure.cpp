@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "clocks.hpp"
 #include "core/errors.hpp"
@@ -263,17 +264,21 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
       for (int again = 0; again < opts.resample && !rec.interrupted && target > 0 &&
                           !(relative_median_noise(r.samples_ms) <= target);
            ++again) {
-        const Result kept = r;
-        const double kept_noise = relative_median_noise(kept.samples_ms);
-        clear_samples(r);
+        Result kept;  // the best attempt so far: its samples only
+        std::swap(kept.samples_ms, r.samples_ms);
+        std::swap(kept.phase_samples_ms, r.phase_samples_ms);
+        std::swap(kept.device_phase_samples_ms, r.device_phase_samples_ms);
         attempt();
         if (rec.interrupted) break;
+        const double kept_noise = relative_median_noise(kept.samples_ms);
         const bool better = relative_median_noise(r.samples_ms) < kept_noise;
-        const Result& other = better ? kept : r;
-        others.push_back(fmt::format("median {:.4g} ms, noise ±{:.2f} %", summarize(other.samples_ms).median,
-                                     100 * relative_median_noise(other.samples_ms)));
-        if (!better) r.samples_ms = kept.samples_ms, r.phase_samples_ms = kept.phase_samples_ms,
-                     r.device_phase_samples_ms = kept.device_phase_samples_ms;
+        if (!better) {  // the earlier attempt stays; this one goes to the note
+          std::swap(kept.samples_ms, r.samples_ms);
+          std::swap(kept.phase_samples_ms, r.phase_samples_ms);
+          std::swap(kept.device_phase_samples_ms, r.device_phase_samples_ms);
+        }
+        others.push_back(fmt::format("median {:.4g} ms, noise ±{:.2f} %", summarize(kept.samples_ms).median,
+                                     100 * relative_median_noise(kept.samples_ms)));
       }
       if (!others.empty()) {
         std::string list;
