@@ -68,21 +68,6 @@ Kernel pick_filter(int dim) {
   }
 }
 
-// The fp32 filter's kernel for k dimensions and Q queries per thread (nullptr above its limit).
-template <int Q>
-Kernel pick_fp32(int dim) {
-  switch (dim) {
-    case 1: return gpu::f32::filter_kernel<1, Q>;
-    case 2: return gpu::f32::filter_kernel<2, Q>;
-    case 3: return gpu::f32::filter_kernel<3, Q>;
-    case 4: return gpu::f32::filter_kernel<4, Q>;
-    case 5: return gpu::f32::filter_kernel<5, Q>;
-    case 6: return gpu::f32::filter_kernel<6, Q>;
-    case 7: return gpu::f32::filter_kernel<7, Q>;
-    default: return nullptr;
-  }
-}
-static_assert(gpu::kFp32MaxDim == 7, "pick_fp32 compiles k = 1 .. kFp32MaxDim");
 
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
 
@@ -169,7 +154,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const gpu::Fp32Plan f32 = tc.chosen || first ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
   const bool filter = tc.chosen || f32.chosen;
   const Kernel scan_kernel =
-      !f32.chosen ? gpu::scan::pick_kernel(p.dim, list) : f32.queries_per_thread == 4 ? pick_fp32<4>(p.dim) : pick_fp32<8>(p.dim);
+      !f32.chosen ? gpu::scan::pick_kernel(p.dim, list) : f32.queries_per_thread == 4 ? gpu::f32::pick<4>(p.dim, f32.stage) : gpu::f32::pick<8>(p.dim, f32.stage);
   const int per_sm =
       cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(scan_kernel), gpu::kScanBlock);
   const gpu::ScanPlan plan =
@@ -307,11 +292,12 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   if (f32.chosen) {
     ctx.path = fmt::format(
-        "fp32 filter: k={} compiled in, {} queries per thread, scores ||r-c||^2 - 2(q-c).(r-c) in fp32 with c = {:g}, "
+        "fp32 filter: k={} compiled in, {} queries per thread, rows {}, scores ||r-c||^2 - 2(q-c).(r-c) in fp32 with c = {:g}, "
         "error bound {:.3g} (values within {:g} of c); {} exact fp32 distances in 4-row groups holding a candidate ({:.1f} per query, "
         "{:.4f} % of the pairs; {} seed distances per query besides); blocks of {} = {} query x {} row threads, {} "
         "query group{} x {} split{} x {}; {}; tensor-core filter not taken: {}",
-        p.dim, f32.queries_per_thread, f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
+        p.dim, f32.queries_per_thread, f32.stage ? "staged in shared memory, centred, with norms" : "centred by each thread",
+        f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
         plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), gpu::filter_lists_text(p.topk), tc.why);

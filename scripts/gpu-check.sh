@@ -77,6 +77,12 @@
 #               and without; cases 8-11; the tensor-core kernel's SASS and (with ncu) sections on case 405
 #   -> v15tc/{tc,split,cuda}-{1,2}.*, {shapes,tc-topk-shapes}-{on,off}.*, default.*, tests.log,
 #      ncu-405-{tc,split}.txt, collect-tc-sass.txt
+#   v15stage    v15's fp32 filter reading its rows from a tile staged in shared memory or from global memory
+#               (KNN_V15_FP32_STAGE): every v15 test; cases 8-11 at auto and off, twice in alternating
+#               processes; configs/fp32-shapes.json at auto; configs/fp32-stage-shapes.json staged and not;
+#               (with ncu) case 10's chunk kernels
+#   -> v15stage/default-{auto,off}-{1,2}.*, fp32-shapes-auto.*, stage-shapes-{on,off}.*, tests.log,
+#      ncu-case10-{on,off}.txt
 #   v15gate     the gate between the buffers' CUDA cores and tensor cores (KNN_V15_COLLECT_TC=auto): every
 #               v15 test; cases 200, 201, 405 at the defaults and with the tensor cores off, twice each in
 #               alternating processes, and on once; tc-topk-shapes.json and seed-shapes.json at the defaults
@@ -134,7 +140,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -578,6 +584,29 @@ for step in "${steps[@]}"; do
       measure "$OUT/v15seeds/seeds" -- --config configs/seeds.json --version v15 --validate-queries 2048 --max-time 2
       measure "$OUT/v15seeds/default" -- --case 0-11 --version v15 --max-time 2
       measure "$OUT/v15seeds/peers-450" -- --config configs/seeds.json --case 450 --version v14,v15,v16 --max-time 2
+      ;;
+    v15stage)
+      mkdir -p "$OUT/v15stage"
+      v15_tests "$OUT/v15stage"
+      for run in 1 2; do
+        for stage in auto off; do
+          measure "$OUT/v15stage/default-$stage-$run" KNN_V15_FP32_STAGE=$stage -- --case 8-11 --version v15 --max-time 2
+        done
+      done
+      measure "$OUT/v15stage/fp32-shapes-auto" KNN_V15_FP32_FILTER=on -- --config configs/fp32-shapes.json --version v15 "${quick[@]}"
+      for stage in on off; do
+        measure "$OUT/v15stage/stage-shapes-$stage" KNN_V15_FP32_STAGE=$stage KNN_V15_FP32_FILTER=on -- \
+          --config configs/fp32-stage-shapes.json --version v15 "${quick[@]}"
+      done
+      if command -v ncu >/dev/null 2>&1; then
+        for stage in on off; do
+          log "ncu: case 10's fp32 filter kernels, KNN_V15_FP32_STAGE=$stage"
+          KNN_V15_FP32_STAGE=$stage ncu --clock-control none -k regex:'^(staged|filter)_kernel' -c 5 \
+            --section SpeedOfLight --section Occupancy --section LaunchStats --section SchedulerStats \
+            --section WarpStateStats "$bin" --case 10 --version v15 --warmup 0 --min-samples 1 --max-samples 1 \
+            --min-time 0 --max-noise 0 --no-validate --quiet >"$OUT/v15stage/ncu-case10-$stage.txt" 2>&1 || status=1
+        done
+      fi
       ;;
     placement)
       log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"

@@ -52,6 +52,7 @@ struct V15Case {
   // whether it must run.
   std::string f32 = "";
   std::string f32_queries = "";
+  std::string f32_stage = "";  // KNN_V15_FP32_STAGE ("" leaves it unset: auto)
   bool expect_f32 = false;
   // KNN_V15_TC_SPLIT and KNN_V15_SHARED_LISTS ("" leaves them unset).
   std::string tc_split = "";
@@ -79,7 +80,7 @@ struct V15Case {
     return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
                        int8.empty() ? std::string() : "_int8" + int8, tc.empty() ? std::string() : "_tc" + tc,
-                       f32.empty() ? std::string() : "_f32" + f32 + (f32_queries.empty() ? "" : "q" + f32_queries),
+                       f32.empty() ? std::string() : "_f32" + f32 + (f32_queries.empty() ? "" : "q" + f32_queries) + (f32_stage.empty() ? "" : "s" + f32_stage),
                        offset == 0.f ? std::string() : fmt::format("_plus{}", offset < 0 ? "m" + std::to_string(int(-offset)) : std::to_string(int(offset))),
                        tc_split.empty() ? std::string() : "_split" + tc_split,
                        shared_lists.empty() ? std::string() : "_shared" + shared_lists,
@@ -254,6 +255,23 @@ std::vector<V15Case> f32_cases() {
   out.push_back(f32_case("on", true, 2, 300, (1 << 20) + 3, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
   out.push_back(f32_case("on", true, 5, 100, (1 << 19) + 1, false, Distribution::integers, 4, 0.f, 37));
   out.push_back(f32_case("on", true, 3, 257, 1 << 20, false, Distribution::clusters, kDefaultIntegerMax, 0.f, 41, "4"));
+  // KNN_V15_FP32_STAGE forced both ways on the shapes above (auto stages the rows from 32 query
+  // slots, and reads them from global memory below).
+  const auto staged = [&](V15Case c, const char* stage) {
+    c.f32_stage = stage;
+    out.push_back(std::move(c));
+  };
+  for (const char* stage : {"off", "on"}) {
+    for (int dim = 1; dim <= 7; ++dim)
+      for (const char* q : {"", "4"})
+        staged(f32_case("on", true, dim, 1024, 65537, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97, q), stage);
+    for (int m : {1, 9, 33, 129}) staged(f32_case("on", true, 3, m, 5003), stage);
+    for (int n : {1, 3, 5, 100}) staged(f32_case("on", true, 2, 70, n), stage);
+    staged(f32_case("on", true, 3, 300, 20011, false, Distribution::integers, 4), stage);
+    staged(f32_case("on", true, 3, 300, 20011, false, Distribution::duplicates), stage);
+    staged(f32_case("on", true, 3, 0, 20011, true, Distribution::integers, 3), stage);
+    staged(f32_case("on", true, 2, 300, (1 << 20) + 3, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61), stage);
+  }
   return out;
 }
 
@@ -520,6 +538,7 @@ std::string check_against_v0(const V15Case& c) {
     const ScopedEnv tc_mode("KNN_V15_TC", c.tc);
     const ScopedEnv f32_mode("KNN_V15_FP32_FILTER", c.f32);
     const ScopedEnv f32_queries("KNN_V15_FP32_QUERIES", c.f32_queries);
+    const ScopedEnv f32_stage("KNN_V15_FP32_STAGE", c.f32_stage);
     const ScopedEnv split("KNN_V15_TC_SPLIT", c.tc_split);
     const ScopedEnv lists("KNN_V15_SHARED_LISTS", c.shared_lists);
     const ScopedEnv seed("KNN_V15_SEED", c.seed);
@@ -544,6 +563,10 @@ std::string check_against_v0(const V15Case& c) {
       // The shapes of 8 MiB and more, from 64 queries, are cut into several chunks (V15Plan checks the plan).
       if (std::size_t(c.n) * c.dim * 4 >= 2 * gpu::kChunkBytes && c.m >= gpu::kRampMinQueries)
         EXPECT_NE(ctx.path.find("chunks of "), std::string::npos) << ctx.path;
+      const int per_thread = c.f32_queries.empty() ? gpu::kFp32Queries : std::stoi(c.f32_queries);
+      const bool many = (c.m + per_thread - 1) / per_thread >= gpu::kFp32StageMinSlots;
+      const bool staged = ctx.path.find("rows staged in shared memory") != std::string::npos;
+      EXPECT_EQ(staged, c.f32_stage == "on" || (c.f32_stage.empty() && many)) << ctx.path;
     }
   }
   // KNN_V15_SHARED_LISTS=1: the lists are in shared memory wherever the plan made one split (the
@@ -1044,6 +1067,23 @@ TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   {
     const ScopedEnv q("KNN_V15_FP32_QUERIES", "4");
     EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).queries_per_thread, 4);
+  }
+  // KNN_V15_FP32_STAGE: auto stages from 32 query slots (m >= 249 at 8 queries a thread, 125 at 4).
+  for (const auto& [m, queries, want] : {std::tuple{248, "", false}, {249, "", true}, {124, "4", false}, {125, "4", true}}) {
+    p.m = m;
+    const ScopedEnv q("KNN_V15_FP32_QUERIES", queries);
+    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).stage, want) << "m = " << m;
+    const ScopedEnv off("KNN_V15_FP32_STAGE", want ? "off" : "on");
+    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).stage, !want) << "m = " << m;
+  }
+  for (const char* bad : {"2", "1", "yes"}) {
+    const ScopedEnv s("KNN_V15_FP32_STAGE", bad);
+    try {
+      gpu::plan_fp32(p, gpu::Fp32Mode::on);
+      ADD_FAILURE() << "KNN_V15_FP32_STAGE=" << bad << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("KNN_V15_FP32_STAGE"), std::string::npos) << e.what();
+    }
   }
   for (const char* bad : {"6", "16", "x"}) {
     const ScopedEnv q("KNN_V15_FP32_QUERIES", bad);

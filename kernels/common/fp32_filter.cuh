@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <utility>
 
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/tc_filter.cuh"
@@ -30,44 +31,108 @@ namespace knn::gpu::f32 {
 // Row groups between two reads of a thread's query keys.
 constexpr int kRefresh = 32;
 
+// A thread's Q query slots: slot u is first_query + u·QT; slots past m take no candidates
+// (threshold −inf) and read query m − 1. Per slot: w = −2 (q − c), the best exact pair known and
+// the score threshold that follows from it.
+template <int DIM, int Q>
+struct Slots {
+  float w[Q][DIM];
+  float best[Q], threshold[Q];
+  std::int32_t index[Q];
+  int first_query;
+
+  __device__ __forceinline__ int query_of(const scan::Args& a, int u) const {
+    return min(first_query + u * a.query_threads, a.m - 1);
+  }
+  __device__ __forceinline__ void load(const scan::Args& a, int first) {
+    first_query = first;
+#pragma unroll
+    for (int u = 0; u < Q; ++u) {
+      const bool active = first_query + u * a.query_threads < a.m;
+      const float* row = a.queries + std::size_t(query_of(a, u)) * DIM;
+#pragma unroll
+      for (int t = 0; t < DIM; ++t) w[u][t] = -2.f * (__ldg(row + t) - a.tc_center);
+      best[u] = INFINITY, index[u] = -1;
+      threshold[u] = active ? INFINITY : -INFINITY;  // -inf: a slot past m never takes a candidate
+    }
+  }
+  // Takes each query's key when it beats what the thread knows.
+  __device__ __forceinline__ void refresh(const scan::Args& a) {
+#pragma unroll
+    for (int u = 0; u < Q; ++u) {
+      if (threshold[u] == -INFINITY) continue;
+      const unsigned long long key = __ldcg(a.best + query_of(a, u));
+      if (key < scan::pack(best[u], index[u])) {
+        best[u] = __uint_as_float(unsigned(key >> 32)), index[u] = std::int32_t(unsigned(key));
+        threshold[u] = tc::threshold_for(best[u], tc::norm_low(a.queries + std::size_t(query_of(a, u)) * DIM, DIM, a.tc_center),
+                                         a.tc_band);
+      }
+    }
+  }
+  // Which slots some row of the group (centred rows x, norms ‖x‖²) scores at or below its
+  // threshold: every score goes straight into its slot's flag, no branch among the 4·Q pairs, so
+  // their fused multiply-adds interleave, and no score stays live.
+  __device__ __forceinline__ unsigned flag(const float (&x)[kScanGroup][DIM], const float (&norm)[kScanGroup]) const {
+    unsigned flagged = 0;
+#pragma unroll
+    for (int u = 0; u < Q; ++u) {
+      bool hit = false;
+#pragma unroll
+      for (int j = 0; j < kScanGroup; ++j) {
+        float v = norm[j];
+#pragma unroll
+        for (int t = 0; t < DIM; ++t) v = __fmaf_rn(w[u][t], x[j][t], v);
+        hit |= v <= threshold[u];
+      }
+      flagged |= hit ? 1u << u : 0u;
+    }
+    return flagged;
+  }
+  // Rare once the thresholds are tight: every row of a flagged slot's group (rows row0 .. row0 +
+  // valid − 1 of the chunk) gets the scan's own distance, read again through the cache (keeping
+  // rows and queries in registers for a rare branch would cost occupancy); an improvement is
+  // published at once by atomicMin on the query's key, for other threads' refreshes.
+  __device__ __forceinline__ void examine(const scan::Args& a, unsigned flagged, int row0, int valid, unsigned& candidates) {
+#pragma unroll
+    for (int u = 0; u < Q; ++u) {
+      if (!(flagged & (1u << u))) continue;
+      const int qu = first_query + u * a.query_threads;
+      const float* qrow = a.queries + std::size_t(qu) * DIM;
+#pragma unroll
+      for (int j = 0; j < kScanGroup; ++j) {
+        const int row = row0 + j;
+        if (j >= valid || (a.self_join && row == qu)) continue;
+        ++candidates;
+        const float e = tc::exact_distance<DIM>(qrow, a.references + std::size_t(row) * DIM);
+        if (e < best[u] || (e == best[u] && row < index[u])) {
+          best[u] = e, index[u] = row;
+          threshold[u] = tc::threshold_for(e, tc::norm_low(qrow, DIM, a.tc_center), a.tc_band);
+          atomicMin(a.best + qu, scan::pack(e, row));
+        }
+      }
+    }
+  }
+};
+
+// The warp's count of exact distances, added to the total (kScanBlock is a multiple of 32 and
+// no thread has left, so the whole warp sums).
+__device__ __forceinline__ void count_candidates(const scan::Args& a, unsigned candidates) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) candidates += __shfl_xor_sync(0xffffffffu, candidates, off);
+  if ((threadIdx.x & 31) == 0 && candidates > 0) atomicAdd(a.tc_candidates, (unsigned long long)candidates);
+}
+
 template <int DIM, int Q>
 __global__ void __launch_bounds__(kScanBlock, Q == 8 ? (DIM <= 3 ? 3 : 2) : (DIM <= 3 ? 5 : 4)) filter_kernel(scan::Args a) {
   constexpr int G = kScanGroup;
   const int qt = threadIdx.x % a.query_threads, rt = threadIdx.x / a.query_threads;
   const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
-  // Query slot u is first_query + u·QT; slots past m take no candidates (threshold −inf) and read
-  // query m − 1. A thread whose first slot is past m has no query and only takes part in the
-  // warp's sums at the end.
-  const int first_query = group * Q * a.query_threads + qt;
-  const bool any_query = first_query < a.m;
-  const auto query_of = [&](int u) { return min(first_query + u * a.query_threads, a.m - 1); };
-  const float c = a.tc_center, band = a.tc_band;
-
-  float w[Q][DIM];
-  float best[Q], threshold[Q];
-  std::int32_t index[Q];
-#pragma unroll
-  for (int u = 0; u < Q; ++u) {
-    const bool active = first_query + u * a.query_threads < a.m;
-    const float* row = a.queries + std::size_t(query_of(u)) * DIM;
-#pragma unroll
-    for (int t = 0; t < DIM; ++t) w[u][t] = -2.f * (__ldg(row + t) - c);
-    best[u] = INFINITY, index[u] = -1;
-    threshold[u] = active ? INFINITY : -INFINITY;  // -inf: a slot past m never takes a candidate
-  }
-  // Takes each query's key when it beats what the thread knows.
-  const auto refresh = [&]() {
-#pragma unroll
-    for (int u = 0; u < Q; ++u) {
-      if (threshold[u] == -INFINITY) continue;
-      const unsigned long long key = __ldcg(a.best + query_of(u));
-      if (key < scan::pack(best[u], index[u])) {
-        best[u] = __uint_as_float(unsigned(key >> 32)), index[u] = std::int32_t(unsigned(key));
-        threshold[u] = tc::threshold_for(best[u], tc::norm_low(a.queries + std::size_t(query_of(u)) * DIM, DIM, c), band);
-      }
-    }
-  };
-  refresh();
+  // A thread whose first slot is past m has no query and only takes part in the warp's sums.
+  Slots<DIM, Q> s;
+  s.load(a, group * Q * a.query_threads + qt);
+  const bool any_query = s.first_query < a.m;
+  const float c = a.tc_center;
+  s.refresh(a);
 
   const long long groups = (a.row_end - a.row_begin + G - 1) / G;
   const long long g_end = groups * (split + 1) / a.splits;
@@ -104,47 +169,109 @@ __global__ void __launch_bounds__(kScanBlock, Q == 8 ? (DIM <= 3 ? 3 : 2) : (DIM
 #pragma unroll
       for (int j = 0; j < G; ++j) norm[j] = j < valid ? norm[j] : INFINITY;
     }
-    // Every score goes straight into its query's flag: no branch among the 4·Q pairs, so their
-    // fused multiply-adds interleave, and no score stays live.
-    unsigned flagged = 0;
+    const unsigned flagged = s.flag(x, norm);
+    if (flagged != 0) s.examine(a, flagged, row0, valid, candidates);
+    if (++since == kRefresh) since = 0, s.refresh(a);
+  }
+  count_candidates(a, candidates);
+}
+
+// The same filter with the rows staged in shared memory (KNN_V15_FP32_STAGE, on by default): a
+// tile of kScanBlock rows, one per thread, is read from global memory (the next tile's row while
+// the current tile is scored), centred, and written with its norm as kStageStride floats; every
+// thread then scores its groups of the tile from there. The centring and the norm, which the
+// kernel above repeats in every thread for every row, are done once per row for the whole block,
+// with the same operations in the same order (so the same scores, and the same bound), and a
+// group's rows come from shared memory instead of a global load one group ahead.
+template <int DIM>
+constexpr int kStageStride = (DIM + 1 + 3) / 4 * 4;  // x[0..DIM-1], ‖x‖², padding to 16 bytes
+
+template <int DIM, int Q>
+__global__ void __launch_bounds__(kScanBlock, Q == 8 ? 4 : 5) staged_kernel(scan::Args a) {
+  constexpr int G = kScanGroup, S = kStageStride<DIM>, kTileGroups = kScanBlock / G;
+  __shared__ float4 tile[kScanBlock * S / 4];
+  const int qt = threadIdx.x % a.query_threads, rt = threadIdx.x / a.query_threads;
+  const int group = blockIdx.x / a.splits, split = blockIdx.x % a.splits;
+  Slots<DIM, Q> s;
+  s.load(a, group * Q * a.query_threads + qt);
+  const bool any_query = s.first_query < a.m;
+  const float c = a.tc_center;
+
+  // The block's groups (the same for all its threads: every thread reaches every barrier).
+  const long long groups = (a.row_end - a.row_begin + G - 1) / G;
+  const long long g_begin = groups * split / a.splits, g_end = groups * (split + 1) / a.splits;
+  const long long row_limit = min((long long)a.row_end, a.row_begin + g_end * G);
+  float next[DIM];
+  const auto load = [&](long long tile_group) {
+    const long long row = a.row_begin + tile_group * G + threadIdx.x;
+    if (row < row_limit) {
 #pragma unroll
-    for (int u = 0; u < Q; ++u) {
-      bool hit = false;
+      for (int t = 0; t < DIM; ++t) next[t] = __ldg(a.references + std::size_t(row) * DIM + t);
+    }
+  };
+  if (g_begin < g_end) load(g_begin);
+  unsigned candidates = 0;
+#pragma unroll 1
+  for (long long tg = g_begin; tg < g_end; tg += kTileGroups) {
+    {  // stage this tile's row: centred, with its norm (+inf past the block's rows: never a candidate)
+      float staged[S];
+      const bool inside = a.row_begin + tg * G + threadIdx.x < row_limit;
+#pragma unroll
+      for (int t = 0; t < DIM; ++t) staged[t] = inside ? next[t] - c : 0.f;
+      float norm = __fmul_rn(staged[0], staged[0]);
+#pragma unroll
+      for (int t = 1; t < DIM; ++t) norm = __fmaf_rn(staged[t], staged[t], norm);
+      staged[DIM] = inside ? norm : INFINITY;
+#pragma unroll
+      for (int t = DIM + 1; t < S; ++t) staged[t] = 0.f;
+      __syncthreads();  // the previous tile is scored by every thread
+#pragma unroll
+      for (int i = 0; i < S / 4; ++i)
+        tile[threadIdx.x * (S / 4) + i] = make_float4(staged[4 * i], staged[4 * i + 1], staged[4 * i + 2], staged[4 * i + 3]);
+    }
+    if (tg + kTileGroups < g_end) load(tg + kTileGroups);
+    if (any_query) s.refresh(a);
+    __syncthreads();
+    if (!any_query) continue;
+    const int tile_groups = int(min((long long)kTileGroups, g_end - tg));
+#pragma unroll 1
+    for (int j0 = rt; j0 < tile_groups; j0 += a.ref_threads) {
+      float x[G][DIM], norm[G];
 #pragma unroll
       for (int j = 0; j < G; ++j) {
-        float v = norm[j];
+        float r[S];
 #pragma unroll
-        for (int t = 0; t < DIM; ++t) v = __fmaf_rn(w[u][t], x[j][t], v);
-        hit |= v <= threshold[u];
-      }
-      flagged |= hit ? 1u << u : 0u;
-    }
-    if (flagged != 0) {  // rare once the thresholds are tight: every row of a flagged query is examined
-#pragma unroll
-      for (int u = 0; u < Q; ++u) {
-        if (!(flagged & (1u << u))) continue;
-        const int qu = first_query + u * a.query_threads;
-        const float* qrow = a.queries + std::size_t(qu) * DIM;
-#pragma unroll
-        for (int j = 0; j < G; ++j) {
-          const int row = row0 + j;
-          if (j >= valid || (a.self_join && row == qu)) continue;
-          ++candidates;
-          const float e = tc::exact_distance<DIM>(qrow, a.references + std::size_t(row) * DIM);
-          if (e < best[u] || (e == best[u] && row < index[u])) {
-            best[u] = e, index[u] = row;
-            threshold[u] = tc::threshold_for(e, tc::norm_low(qrow, DIM, c), band);
-            atomicMin(a.best + qu, scan::pack(e, row));  // published at once: other threads' refreshes take it
-          }
+        for (int i = 0; i < S / 4; ++i) {
+          const float4 f = tile[(j0 * G + j) * (S / 4) + i];
+          r[4 * i] = f.x, r[4 * i + 1] = f.y, r[4 * i + 2] = f.z, r[4 * i + 3] = f.w;
         }
+#pragma unroll
+        for (int t = 0; t < DIM; ++t) x[j][t] = r[t];
+        norm[j] = r[DIM];
+      }
+      const unsigned flagged = s.flag(x, norm);
+      if (flagged != 0) {
+        const int row0 = int(a.row_begin + (tg + j0) * G);
+        s.examine(a, flagged, row0, a.row_end - row0, candidates);
       }
     }
-    if (++since == kRefresh) since = 0, refresh();
   }
-  // kScanBlock is a multiple of 32 and no thread has left: the whole warp sums its count.
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) candidates += __shfl_xor_sync(0xffffffffu, candidates, off);
-  if ((threadIdx.x & 31) == 0 && candidates > 0) atomicAdd(a.tc_candidates, (unsigned long long)candidates);
+  count_candidates(a, candidates);
+}
+
+// The kernel for k dimensions (1 .. kFp32MaxDim; else nullptr), Q queries per thread, and rows
+// staged (Fp32Plan::stage) or not.
+template <int Q, int... D>
+inline void (*pick(int dim, bool stage, std::integer_sequence<int, D...>))(scan::Args) {
+  using Kernel = void (*)(scan::Args);
+  static const Kernel from_global[] = {filter_kernel<D + 1, Q>...};
+  static const Kernel from_tile[] = {staged_kernel<D + 1, Q>...};
+  if (dim < 1 || dim > int(sizeof...(D))) return nullptr;
+  return (stage ? from_tile : from_global)[dim - 1];
+}
+template <int Q>
+inline void (*pick(int dim, bool stage))(scan::Args) {
+  return pick<Q>(dim, stage, std::make_integer_sequence<int, kFp32MaxDim>{});
 }
 
 }  // namespace knn::gpu::f32

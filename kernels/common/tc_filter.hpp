@@ -106,6 +106,14 @@ inline Fp32Mode fp32_mode_from_environment() { return knn::env::mode_knob("KNN_V
 inline constexpr int kFp32MaxDim = kTcMinDim - 1;
 // Queries per thread: 8, or 4 with KNN_V15_FP32_QUERIES=4.
 inline constexpr int kFp32Queries = 8;
+// Where a thread reads its rows (KNN_V15_FP32_STAGE=auto|off|on): from a tile staged in shared
+// memory with their centring and norms (f32::staged_kernel), or from global memory, centring each
+// row itself (f32::filter_kernel). A tile's centring is shared by the block's query threads: auto
+// stages from kFp32StageMinSlots query slots (⌈m / queries per thread⌉; 32 query threads a block,
+// m >= 249 at 8 a thread). On an H100 (results/h100/v15/stage/, docs/v15.md) staging took case 10
+// from 0.48-0.51 to 0.39-0.42 ms and 4096 × 2^20 at k = 7 from 2.83 to 1.89-1.93, lost at 32
+// queries (1.05-1.43×), and from 64 to 512 queries won in one run and lost in the other by up to 8 %.
+inline constexpr int kFp32StageMinSlots = 32;
 // The automatic rule (configs/fp32-shapes.json on an H100, against the fused scan): k = 1 loses
 // everywhere (the scan's pair is 2 operations), n = 2^16 loses or ties at every k, 2^20 wins at
 // k = 2, 3, 5, 7 from 32 queries (k = 3, 1024 × 2^20: 0.56 ms against 0.66).
@@ -118,6 +126,7 @@ struct Fp32Plan {
   std::string why;
   float center = 0.f, half_span = 0.f, band = 0.f;  // as in TcPlan
   int queries_per_thread = kFp32Queries;
+  bool stage = true;  // rows staged in shared memory
 };
 
 // The bound E on |computed − true score| for fp32 scores of k dimensions whose centred values lie

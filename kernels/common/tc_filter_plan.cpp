@@ -115,6 +115,9 @@ Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
   plan.queries_per_thread = knn::env::int_knob("KNN_V15_FP32_QUERIES", 4, 8, "v15", " (4 or 8)").value_or(kFp32Queries);
   if (plan.queries_per_thread != 4 && plan.queries_per_thread != 8)
     throw std::invalid_argument(fmt::format("v15: KNN_V15_FP32_QUERIES = '{}': must be 4 or 8", plan.queries_per_thread));
+  const knn::env::Mode stage = knn::env::mode_knob("KNN_V15_FP32_STAGE");
+  const long long slots = (p.m + plan.queries_per_thread - 1) / plan.queries_per_thread;
+  plan.stage = stage == knn::env::Mode::on || (stage == knn::env::Mode::automatic && slots >= kFp32StageMinSlots);
   plan.chosen = true;
   return plan;
 }
