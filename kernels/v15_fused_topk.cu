@@ -73,6 +73,8 @@ std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) /
 
 // KNN_V15_RAMP=0: equal chunks instead of growing first ones (scan_plan.hpp; the tensor-core filter's always).
 bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
+// KNN_V15_TAPER=0: the last chunk whole instead of halved for few queries (scan_plan.hpp).
+bool chunk_taper() { return knn::env::int_knob("KNN_V15_TAPER", 0, 1, "v15").value_or(1) != 0; }
 
 // The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
 // topk > 1 with one split (each block owns its queries), KNN_V15_SHARED_LISTS not 0, and the
@@ -95,9 +97,9 @@ std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, in
 gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries, bool single) {
   const List l = list_for(p.topk);
   if (filter_queries > 0)
-    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp());
+    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp(), chunk_taper());
   return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
-                        p.self_join || l == List::heap || single, chunk_ramp());
+                        p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper());
 }
 
 // The candidate buffers before the filters and a chunked copy (kernels/common/seed_collect.hpp),

@@ -83,6 +83,9 @@
 #               (with ncu) case 10's chunk kernels
 #   -> v15stage/default-{auto,off}-{1,2}.*, fp32-shapes-auto.*, stage-shapes-{on,off}.*, tests.log,
 #      ncu-case10-{on,off}.txt
+#   v15taper    the last chunk cut in halves for few queries (KNN_V15_TAPER, scan_plan.hpp): every v15 test,
+#               then cases 8-10 with the taper and without, three times in alternating processes
+#   -> v15taper/default-{1,0}-{1,2,3}.*, tests.log
 #   v15gate     the gate between the buffers' CUDA cores and tensor cores (KNN_V15_COLLECT_TC=auto): every
 #               v15 test; cases 200, 201, 405 at the defaults and with the tensor cores off, twice each in
 #               alternating processes, and on once; tc-topk-shapes.json and seed-shapes.json at the defaults
@@ -140,7 +143,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -607,6 +610,15 @@ for step in "${steps[@]}"; do
             --min-time 0 --max-noise 0 --no-validate --quiet >"$OUT/v15stage/ncu-case10-$stage.txt" 2>&1 || status=1
         done
       fi
+      ;;
+    v15taper)
+      mkdir -p "$OUT/v15taper"
+      v15_tests "$OUT/v15taper"
+      for run in 1 2 3; do
+        for taper in 1 0; do
+          measure "$OUT/v15taper/default-$taper-$run" KNN_V15_TAPER=$taper -- --case 8-10 --version v15 --max-time 1.5
+        done
+      done
       ;;
     placement)
       log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"

@@ -117,6 +117,10 @@ std::vector<V15Case> v15_cases() {
       out.push_back(make(dim, 1024, 100, topk, false, Distribution::clusters));
       out.push_back(make(dim, 1, 65537, topk, false, Distribution::integers, 10));
     }
+  // Few queries, topk 1, 48 MiB and more: the last of 8 chunks cut in halves (scan_plan.hpp's
+  // taper), ties across the cuts (duplicates, whole numbers).
+  out.push_back(make(3, 1, (1 << 22) + 7, 1, false, Distribution::duplicates));
+  out.push_back(make(3, 7, (1 << 22) + 7, 1, false, Distribution::integers, 10));
   // n = 1 (a query with no candidate in a self-join: v0's (0, +inf) for topk 1), topk > n
   // (unfilled slots read (+inf, -1)), n not a multiple of the 4-row group.
   for (int m : {1, 7, 1024}) {
@@ -800,9 +804,22 @@ TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
         }
   // One query: every thread of a block along the rows, enough splits for the device.
   const gpu::ScanPlan one = gpu::plan_scan(1, 1 << 24, 3, 1, 4, 132 * 16, false);
-  EXPECT_EQ(one.chunk_rows, gpu::plan_chunks(1 << 24, 12, false, false));  // no ramp below kRampMinQueries
-  EXPECT_EQ(gpu::plan_scan(gpu::kRampMinQueries, 1 << 24, 3, 1, 4, 132 * 16, false).chunk_rows,
-            gpu::plan_chunks(1 << 24, 12, false, true));
+  // No ramp below kRampMinQueries; the last chunk tapered: case 8's 8 × 24 MiB become 7 × 24, 12, 6, 3 and 3 MiB.
+  // (2^21 rows a 24 MiB chunk: halves of 2^20, 2^19 and 2^18 rows, then the last 2^18.)
+  EXPECT_EQ(one.chunk_rows, (std::vector<int>{0, 2097152, 4194304, 6291456, 8388608, 10485760, 12582912, 14680064,
+                                              14680064 + 1048576, 14680064 + 1572864, 14680064 + 1835008, 1 << 24}));
+  EXPECT_EQ(gpu::plan_scan(1, 1 << 24, 3, 1, 4, 132 * 16, false, true, false).chunk_rows, gpu::plan_chunks(1 << 24, 12, false, false));
+  EXPECT_EQ(gpu::plan_scan(1, 1 << 24, 3, 2, 2, 132 * 16, false).chunk_rows, gpu::plan_chunks(1 << 24, 12, false, false));  // topk 2
+  EXPECT_EQ(gpu::plan_scan(gpu::kRampMinQueries, 1 << 24, 3, 1, 4, 132 * 16, false, false).chunk_rows,
+            gpu::plan_chunks(1 << 24, 12, false, false));  // from kRampMinQueries queries: no taper
+  // Case 9's 8 × 128 MiB: at most kMaxTaperChunks cuts (64, 32, 16, 8, then the last 8 MiB).
+  EXPECT_EQ(gpu::plan_scan(1, 1 << 24, 16, 1, 4, 132 * 16, false).chunks(), 8 + gpu::kMaxTaperChunks);
+  // A last chunk under 2 × kLastChunkBytes stays whole (case 10's sizes: 3 chunks of 4 MiB); one chunk stays one.
+  for (int n : {1 << 20, 100000}) {
+    std::vector<int> rows = gpu::plan_chunks(n, 12, false, false);
+    gpu::taper_last_chunk(rows, 12);
+    EXPECT_EQ(rows, gpu::plan_chunks(n, 12, false, false)) << n;
+  }
   EXPECT_EQ(one.query_threads, 1);
   EXPECT_EQ(one.ref_threads, gpu::kScanBlock);
   EXPECT_GE(one.blocks_per_chunk(), 132);

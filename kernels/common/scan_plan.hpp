@@ -36,6 +36,14 @@ constexpr int kMaxRampChunks = 8;
 // than its copy, and the ramp's extra chunks cost cases 8 and 9 1-2 % on an H100 (docs/v15.md);
 // between 1 and 1024 queries nothing was measured.
 constexpr int kRampMinQueries = 64;
+// The taper: with few queries (below kRampMinQueries) and topk = 1, the search of a chunk is far
+// shorter than its copy, and what the call adds to the copy is the last chunk's search (about
+// 0.03 ms for case 8's 24 MiB, 0.12 ms for case 9's 128 MiB on an H100). The last chunk is cut
+// into halves, quarters, ... while what is left is at least 2 × kLastChunkBytes, at most
+// kMaxTaperChunks extra chunks (case 8: 12, 6, 3 and 3 MiB). Only topk = 1: its partial lists are
+// merged by atomicMin, while more chunks would mean more partial lists to sort for longer ones.
+constexpr std::size_t kLastChunkBytes = std::size_t(3) << 20;
+constexpr int kMaxTaperChunks = 4;
 // A thread scans at least this many row groups of its split.
 constexpr long long kMinGroupsPerThread = 16;
 
@@ -78,6 +86,22 @@ inline std::vector<int> plan_chunks(int n, std::size_t row_bytes, bool single, b
   return rows;
 }
 
+// Cuts the last of several chunks (rows: boundaries as plan_chunks returns them) into halves,
+// quarters, ... as above; one chunk stays one.
+inline void taper_last_chunk(std::vector<int>& rows, std::size_t row_bytes) {
+  if (rows.size() < 3) return;
+  const int n = rows.back();
+  rows.pop_back();
+  int begin = rows.back();
+  for (int r = 0; r < kMaxTaperChunks; ++r) {
+    const long long left = (long long)n - begin;
+    if (std::size_t(left) * row_bytes < 2 * kLastChunkBytes) break;
+    begin += int(left / 2 / kScanGroup * kScanGroup);
+    rows.push_back(begin);
+  }
+  rows.push_back(n);
+}
+
 // The most rows of any chunk.
 inline int largest_chunk(const std::vector<int>& rows) {
   int most = 0;
@@ -89,7 +113,7 @@ inline int largest_chunk(const std::vector<int>& rows) {
 // slots per thread, on a device that holds `resident_blocks` scan blocks at once (occupancy × SMs).
 // `single_chunk` for self-joins and the heap lists (their scratch is sized for one kernel at a time).
 inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_thread, long long resident_blocks,
-                          bool single_chunk, bool ramp = true) {
+                          bool single_chunk, bool ramp = true, bool taper = true) {
   ScanPlan p;
   p.queries_per_thread = queries_per_thread;
   const long long query_slots = (m + queries_per_thread - 1) / queries_per_thread;
@@ -103,6 +127,7 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
   const auto over_budget = [&] { return p.chunks() > 1 && (long long)m * p.chunks() * p.ref_threads * topk > kPartialBudget; };
   if (over_budget()) p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), single_chunk, false);
   if (over_budget()) p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), true);
+  if (taper && topk == 1 && m < kRampMinQueries) taper_last_chunk(p.chunk_rows, std::size_t(dim) * sizeof(float));
   // Enough blocks per chunk to fill the device once, but no thread with less than
   // kMinGroupsPerThread groups and no more partial entries than the budget.
   const long long chunk_groups = ((long long)largest_chunk(p.chunk_rows) + kScanGroup - 1) / kScanGroup;
