@@ -112,7 +112,7 @@ inline constexpr int kFp32Queries = 8;
 // stages from kFp32StageMinSlots query slots (⌈m / queries per thread⌉; 32 query threads a block,
 // m >= 249 at 8 a thread). On an H100 (results/h100/v15/stage/, docs/v15.md) staging took case 10
 // from 0.48-0.51 to 0.39-0.42 ms and 4096 × 2^20 at k = 7 from 2.83 to 1.89-1.93, lost at 32
-// queries (1.05-1.43×), and from 64 to 512 queries won in one run and lost in the other by up to 8 %.
+// queries (1.05-1.43×), and from 64 to 512 queries won in one run and lost in the other (by up to 9 %).
 inline constexpr int kFp32StageMinSlots = 32;
 // The automatic rule (configs/fp32-shapes.json on an H100, against the fused scan): k = 1 loses
 // everywhere (the scan's pair is 2 operations), n = 2^16 loses or ties at every k, 2^20 wins at
