@@ -86,6 +86,9 @@
 #   v15taper    the last chunk cut in halves for few queries (KNN_V15_TAPER, scan_plan.hpp): every v15 test,
 #               then cases 8-10 with the taper and without, three times in alternating processes
 #   -> v15taper/default-{1,0}-{1,2,3}.*, tests.log
+#   v15floor    the default matrix's cases 0-11 with every single-machine GPU version that takes them and v15,
+#               in one process, and (with matplotlib) results/h100/v15-vs-floor.png drawn from it
+#   -> v15floor/default.*, v15-vs-floor.png
 #   v15gate     the gate between the buffers' CUDA cores and tensor cores (KNN_V15_COLLECT_TC=auto): every
 #               v15 test; cases 200, 201, 405 at the defaults and with the tensor cores off, twice each in
 #               alternating processes, and on once; tc-topk-shapes.json and seed-shapes.json at the defaults
@@ -143,7 +146,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|v15floor|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -619,6 +622,14 @@ for step in "${steps[@]}"; do
           measure "$OUT/v15taper/default-$taper-$run" KNN_V15_TAPER=$taper -- --case 8-10 --version v15 --max-time 1.5
         done
       done
+      ;;
+    v15floor)
+      mkdir -p "$OUT/v15floor"
+      measure "$OUT/v15floor/default" -- --case 0-11 --version v1,v2,v3,v4,v5,v6,v7,v8,v9,v11,v13,v15 --max-time 2
+      if python3 -c 'import matplotlib' 2>/dev/null; then
+        python3 scripts/plot.py "$OUT/v15floor/default.json" -o "$OUT/v15floor/v15-vs-floor.png" --only vs-floor \
+          --highlight v15 >"$OUT/v15floor/plot.log" 2>&1 || status=1
+      fi
       ;;
     placement)
       log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"
