@@ -1093,22 +1093,15 @@ TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
     const ScopedEnv off("KNN_V15_FP32_STAGE", want ? "off" : "on");
     EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).stage, !want) << "m = " << m;
   }
-  for (const char* bad : {"2", "1", "yes"}) {
-    const ScopedEnv s("KNN_V15_FP32_STAGE", bad);
+  // Bad values of either knob are refused with the knob's name.
+  for (const auto& [knob, bad] : {std::pair{"KNN_V15_FP32_STAGE", "2"}, {"KNN_V15_FP32_STAGE", "1"}, {"KNN_V15_FP32_STAGE", "yes"},
+                                  {"KNN_V15_FP32_QUERIES", "6"}, {"KNN_V15_FP32_QUERIES", "16"}, {"KNN_V15_FP32_QUERIES", "x"}}) {
+    const ScopedEnv env(knob, bad);
     try {
       gpu::plan_fp32(p, gpu::Fp32Mode::on);
-      ADD_FAILURE() << "KNN_V15_FP32_STAGE=" << bad << " was accepted";
+      ADD_FAILURE() << knob << "=" << bad << " was accepted";
     } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("KNN_V15_FP32_STAGE"), std::string::npos) << e.what();
-    }
-  }
-  for (const char* bad : {"6", "16", "x"}) {
-    const ScopedEnv q("KNN_V15_FP32_QUERIES", bad);
-    try {
-      gpu::plan_fp32(p, gpu::Fp32Mode::on);
-      ADD_FAILURE() << "KNN_V15_FP32_QUERIES=" << bad << " was accepted";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("KNN_V15_FP32_QUERIES"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(knob), std::string::npos) << e.what();
     }
   }
 }
