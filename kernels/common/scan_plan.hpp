@@ -22,7 +22,7 @@ constexpr int kScanBlock = 128;
 // with the sort's keys): the split count shrinks before the buffer grows past it.
 constexpr long long kPartialBudget = 32LL << 20;
 // A chunk carries at least this many bytes of references (smaller copies waste the link's
-// latency), and there are at most kMaxChunks of them, not counting the ramp below.
+// latency), and there are at most kMaxChunks of them, not counting the ramp's and the taper's below.
 constexpr std::size_t kChunkBytes = std::size_t(4) << 20;
 constexpr int kMaxChunks = 8;
 // The ramp: when there are several chunks, the first carries about kFirstChunkBytes and each next
