@@ -24,6 +24,7 @@ without -o, X is the results file's name without .json.
 Exit codes: 0 written, 2 a usage error (bad file, arguments or version), 3 matplotlib is missing.
 """
 import argparse
+import gzip
 import json
 import math
 import os
@@ -142,10 +143,12 @@ class Result:
 class Doc:
     def __init__(self, path):
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, "rb") as f:
+                gzipped = f.read(2) == b"\x1f\x8b"  # results/**/*.json.gz read as they are
+            with (gzip.open if gzipped else open)(path, "rt", encoding="utf-8") as f:
                 doc = json.load(f)
-        except OSError as e:
-            fail(f"{path}: {e.strerror}")
+        except (OSError, EOFError) as e:  # EOFError, gzip.BadGzipFile: a gzip stream cut short or damaged
+            fail(f"{path}: {e.strerror or e}" if isinstance(e, OSError) else f"{path}: gzip data cut short")
         except ValueError as e:  # JSONDecodeError, or bytes that are not UTF-8
             fail(f"{path}: not valid JSON: {e}")
         if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:

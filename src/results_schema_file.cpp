@@ -1,15 +1,15 @@
-// The results schema's reader of a file: the header (informative, read leniently: a missing or
+// The results schema's reader of a file (plain or gzipped JSON): the header (informative, read leniently: a missing or
 // odd field reads as empty), schema_version and meta.tool, the journal of a killed run, and then
 // every result through the strict reader of one result (results_schema_read.cpp).
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include "results_journal.hpp"
 #include "results_schema.hpp"
@@ -143,12 +143,18 @@ ResultsDocument read_results_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) bad_file(path, "no such file");
   if (fs::is_directory(path, ec)) bad_file(path, "is a directory, expected a knnbench results JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad_file(path, fmt::format("cannot open: {}", std::strerror(errno)));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) bad_file(path, "read error");
-  const std::string text = buf.str();
+  // zlib's gz* functions read a plain file as it is, so gzipped results (results/**/*.json.gz) read too.
+  gzFile in = gzopen(path.c_str(), "rb");
+  if (in == nullptr) bad_file(path, fmt::format("cannot open: {}", std::strerror(errno)));
+  std::string text;
+  char chunk[1 << 16];
+  int got = 0;
+  while ((got = gzread(in, chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<std::size_t>(got));
+  int code = Z_OK;
+  std::string why = gzerror(in, &code);  // a stream cut short ends gzread with 0 and Z_BUF_ERROR
+  if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);  // zlib names the file too
+  gzclose(in);
+  if (got < 0 || code == Z_BUF_ERROR) bad_file(path, "read error: " + why);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) bad_file(path, "empty file, expected a knnbench results JSON");
   json doc;
   try {

@@ -55,6 +55,13 @@ check_figure "$tmp/d" vs-floor "v14 fastest on" "fastest other" "× floor"
 v6=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==11 and r["version"]=="v6"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/default.json")
 grep -qF ">$v6<" "$tmp/d-bars-gpu.svg" || bad "bars-gpu does not label case 11's v6 bar with its median $v6"
 
+# A gzipped results file (results/**/*.json.gz) plots as it is; a cut one is refused by name.
+plot "$res/v15/floor/default.json.gz" -o "$tmp/z.png" --only vs-floor --highlight v15 >/dev/null || bad "plot.py default.json.gz exited $?"
+check_figure "$tmp/z" vs-floor "v15 fastest on" "fastest other" "11: k=16 m=1024 n=1Mi"
+head -c 4096 "$res/v15/floor/default.json.gz" >"$tmp/cut.json.gz"
+rc=0; plot "$tmp/cut.json.gz" -o "$tmp/cut.png" >/dev/null 2>"$tmp/cut.err" || rc=$?
+[[ $rc == 2 ]] && grep -qF "cut.json.gz" "$tmp/cut.err" || bad "a cut .json.gz: exit $rc, $(cat "$tmp/cut.err")"
+
 # The trees file: cases 100 and 101 differ only in topk, 100 and 102 only in distribution.
 plot "$res/trees.json" -o "$tmp/t.png" --only heatmap,trees >/dev/null || bad "plot.py trees.json exited $?"
 check_figure "$tmp/t" heatmap "100: k=3 m=1Mi n=1Mi topk=1 uniform" "101: k=3 m=1Mi n=1Mi topk=8 uniform" "102: k=3 m=1Mi n=1Mi topk=1 clusters"

@@ -1,6 +1,7 @@
 // The results schema's one reader and writer (results_schema.hpp), and the one text-table routine.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <filesystem>
@@ -169,7 +170,9 @@ TEST(ResultsSchema, HeaderFieldsAreReadLeniently) {
 TEST(ResultsSchema, EveryCommittedResultsFileReads) {
   int files = 0;
   for (const auto& e : std::filesystem::recursive_directory_iterator(std::string(KNN_SOURCE_DIR) + "/results")) {
-    if (e.path().extension() != ".json") continue;
+    const std::string name = e.path().filename().string();
+    const bool gz = name.size() > 8 && name.compare(name.size() - 8, 8, ".json.gz") == 0;
+    if (e.path().extension() != ".json" && !gz) continue;
     ++files;
     const auto doc = knn::read_results_file(e.path().string());
     EXPECT_FALSE(doc.info.started_utc.empty()) << e.path();
@@ -179,6 +182,43 @@ TEST(ResultsSchema, EveryCommittedResultsFileReads) {
       }
   }
   EXPECT_GT(files, 0);
+}
+
+// A gzipped results file reads as the plain one; a cut one names the file.
+TEST(ResultsSchema, GzippedFilesReadAsPlainOnes) {
+  std::mt19937 rng(fresh_seed());
+  const std::string text = small_document(rng).dump();
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_schema_gz_{}", fresh_seed());
+  std::filesystem::create_directories(dir);
+  const std::string plain = (dir / "r.json").string(), packed = (dir / "r.json.gz").string(), cut = (dir / "cut.json.gz").string();
+  std::ofstream(plain) << text;
+  gzFile out = gzopen(packed.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+  const auto a = knn::read_results_file(plain), b = knn::read_results_file(packed);
+  ASSERT_EQ(a.results.size(), b.results.size());
+  ASSERT_GT(a.results.size(), 0u);
+  for (std::size_t i = 0; i < a.results.size(); ++i) {
+    EXPECT_EQ(a.results[i].version, b.results[i].version);
+    EXPECT_EQ(a.results[i].status, b.results[i].status);
+    if (a.results[i].status == knn::Status::pass) EXPECT_EQ(a.results[i].stats.median, b.results[i].stats.median);
+  }
+  EXPECT_EQ(a.info.started_utc, b.info.started_utc);
+  // The gzip stream cut in half: zlib reports it and the message names the file.
+  std::string bytes;
+  {
+    std::ifstream in(packed, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  try {
+    knn::read_results_file(cut);
+    ADD_FAILURE() << "a cut gzip file read";
+  } catch (const knn::SchemaError& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.json.gz: read error"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ResultsSchema, FileProblemsNameTheFile) {
