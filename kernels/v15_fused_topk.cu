@@ -75,6 +75,11 @@ std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) /
 bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
 // KNN_V15_TAPER=0: the last chunk whole instead of halved for few queries (scan_plan.hpp).
 bool chunk_taper() { return knn::env::int_knob("KNN_V15_TAPER", 0, 1, "v15").value_or(1) != 0; }
+// KNN_V15_MERGE_RUNS=0: the partial lists' merge sorts each query's entries at once, without the
+// reduction passes for fewer queries than SMs (topk_merge.hpp).
+bool merge_runs() { return knn::env::int_knob("KNN_V15_MERGE_RUNS", 0, 1, "v15").value_or(1) != 0; }
+// KNN_V15_MIN_GROUPS: the fewest row groups a thread scans in its split (scan_plan.hpp).
+int min_groups() { return knn::env::int_knob("KNN_V15_MIN_GROUPS", 1, 1 << 20, "v15").value_or(gpu::kMinGroupsPerThread); }
 
 // The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
 // topk > 1 with one split (each block owns its queries), KNN_V15_SHARED_LISTS not 0, and the
@@ -97,9 +102,10 @@ std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, in
 gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries, bool single) {
   const List l = list_for(p.topk);
   if (filter_queries > 0)
-    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp(), chunk_taper());
+    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp(), chunk_taper(),
+                          min_groups());
   return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
-                        p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper());
+                        p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper(), min_groups());
 }
 
 // The candidate buffers before the filters and a chunked copy (kernels/common/seed_collect.hpp),
@@ -190,7 +196,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (collect.chosen) collector.emplace(collect, p.m, p.n, p.dim, p.topk, info.sm_count, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
   if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
-    merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge);
+    merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge, merge_runs());
 
   gpu::scan::Args a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
@@ -316,7 +322,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       plan.queries_per_thread, plan.queries_per_thread == 1 ? "y" : "ies", gpu::kScanBlock, plan.query_threads,
       plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
       gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), partials, partials == 1 ? "" : "s",
-      list == List::one ? " merged by atomicMin" : merge ? " merged by a segmented sort" : " written in place");
+      list == List::one ? " merged by atomicMin" : merge ? " merged by " + merger->describe() + (merge_runs() ? "" : " (KNN_V15_MERGE_RUNS=0)")
+                                 : std::string(" written in place"));
   ctx.path += seed.chosen ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
                                         "queries scanned in that order; candidate buffers not taken: {}", seed.window, collect.why)
                           : "; seed not taken: " + seed.why;
@@ -371,6 +378,11 @@ knn::VersionDesc describe() {
       return fmt::format("topk {} over v15's limit of {} (a heap of topk pairs per thread in global scratch)", p.topk,
                          kMaxTopk);
     if (p.self_join && p.m != p.n) return fmt::format("a self-join needs m == n (m = {}, n = {})", p.m, p.n);
+    try {  // the chunking and merge knobs, read where they apply, refused here whatever the shape
+      chunk_ramp(), chunk_taper(), merge_runs(), min_groups();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
     return std::nullopt;
   };
   d.device_bytes = v15_device_bytes;

@@ -96,6 +96,14 @@
 #               (auto, off, on); cases 8-11     -> v15gate/*.{json,md,log}, tests.log
 #   v15seeds    v15 at its defaults on every case of configs/seeds.json and on cases 0-11, v14 and v16 beside it
 #               on case 450 (no tests)                            -> v15seeds/{seeds,default,peers-450}.*
+#   v15splits   v15's split of a chunk's rows among blocks for few queries (KNN_V15_MIN_GROUPS, the fewest
+#               row groups a thread scans): configs/v15-splits.json and cases 0-11 at each of SPLITS_GROUPS
+#               (default "16 4 2 1 8 16"), one process each, 128 queries validated per case; v7 beside
+#               it on cases 0-7                  -> v15splits/{shapes,default}-g<G>[-N].*, default-v7.*
+#   v15merge    the merge's reduction passes for fewer queries than SMs (KNN_V15_MERGE_RUNS): v15's tests;
+#               configs/v15-splits.json with the passes, without, with them and KNN_V15_MIN_GROUPS=64, and with
+#               them again, one process each, 128 queries validated per case; a bad knob value
+#                                          -> v15merge/shapes-{on,off,on-g64,on2}.*, bad-knob.log, tests.log
 #   placement   where a process's host buffers lie and how fast one thread reads them, against the time it
 #               ran (scripts/tune/placement_probe.cu), in PLACEMENT_RUNS (default 4) processes, v0 on case 8
 #               in a process after each                               -> placement/probe-N.txt, v0-N.json
@@ -146,7 +154,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|v15floor|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|v15floor|v15splits|v15merge|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -630,6 +638,29 @@ for step in "${steps[@]}"; do
         python3 scripts/plot.py "$OUT/v15floor/default.json" -o "$OUT/v15floor/v15-vs-floor.png" --only vs-floor \
           --highlight v15 >"$OUT/v15floor/plot.log" 2>&1 || status=1
       fi
+      ;;
+    v15splits)
+      mkdir -p "$OUT/v15splits"
+      measure "$OUT/v15splits/default-v7" -- --case 0-7 --version v7 --max-time 1
+      declare -A seen=()
+      for g in ${SPLITS_GROUPS:-16 4 2 1 8 16}; do
+        seen[$g]=$(( ${seen[$g]:-0} + 1 )); tag=g$g; [ "${seen[$g]}" -gt 1 ] && tag=g$g-${seen[$g]}
+        log "v15 with KNN_V15_MIN_GROUPS=$g ($tag)"
+        measure "$OUT/v15splits/shapes-$tag" KNN_V15_MIN_GROUPS=$g -- --config configs/v15-splits.json --version v15 --min-samples 3 --max-time 2 --validate-queries 128
+        measure "$OUT/v15splits/default-$tag" KNN_V15_MIN_GROUPS=$g -- --case 0-11 --version v15 --max-time 1 --validate-queries 128
+      done
+      ;;
+    v15merge)
+      mkdir -p "$OUT/v15merge"
+      v15_tests "$OUT/v15merge"
+      splits=(--config configs/v15-splits.json --version v15 --min-samples 3 --max-time 2 --validate-queries 128)
+      measure "$OUT/v15merge/shapes-on" -- "${splits[@]}"
+      measure "$OUT/v15merge/shapes-off" KNN_V15_MERGE_RUNS=0 -- "${splits[@]}"
+      measure "$OUT/v15merge/shapes-on-g64" KNN_V15_MIN_GROUPS=64 -- "${splits[@]}"
+      measure "$OUT/v15merge/shapes-on2" -- "${splits[@]}"
+      KNN_V15_MERGE_RUNS=2 "$bin" --case 0 --version v15 --max-time 1 --json "$OUT/v15merge/bad-knob.json" \
+        >"$OUT/v15merge/bad-knob.log" 2>&1; echo "exit $?" >>"$OUT/v15merge/bad-knob.log"
+      tail -n 5 "$OUT/v15merge/bad-knob.log"
       ;;
     placement)
       log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"

@@ -698,6 +698,12 @@ TEST(GpuV15Paths, MergeFollowsTheShape) {
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   EXPECT_NE(check_against_v0(make(3, 7, 65537, 1)).find("merged by atomicMin"), std::string::npos);
   EXPECT_NE(check_against_v0(make(3, 7, 65537, 8)).find("merged by a segmented sort"), std::string::npos);
+  // One query's 1024 heaps of 64 (8 splits x 128 threads): one reduction pass before the sort, on
+  // data with ties; 1024 queries are many segments already.
+  const std::string one = check_against_v0(make(3, 1, 65537, 64, false, Distribution::integers, 4));
+  EXPECT_NE(one.find("merged by a segmented sort after 1 pass that keeps the best 64 of every 2048"), std::string::npos) << one;
+  const std::string many = check_against_v0(make(3, 1024, 65537, 64));
+  EXPECT_NE(many.find("merged by a segmented sort;"), std::string::npos) << many;
   const std::string big = check_against_v0(make(2, 1 << 20, 300, 8, false, Distribution::uniform, 100, 50));
   EXPECT_NE(big.find("written in place"), std::string::npos) << big;
 }
@@ -734,6 +740,14 @@ TEST(V15Supports, SkipsWithReasons) {
   p.self_join = true;
   p.m = 2999;
   EXPECT_NE(v->supports(p, env).value_or("").find("m == n"), std::string::npos);
+  p.self_join = false;
+  for (const auto& [knob, bad] : std::vector<std::pair<const char*, const char*>>{
+           {"KNN_V15_MERGE_RUNS", "2"}, {"KNN_V15_MIN_GROUPS", "0"}, {"KNN_V15_RAMP", "yes"}, {"KNN_V15_TAPER", "-1"}}) {
+    const ScopedEnv set(knob, bad);
+    EXPECT_NE(v->supports(p, env).value_or("").find(fmt::format("{} = '{}'", knob, bad)), std::string::npos) << knob;
+  }
+  EXPECT_FALSE(v->supports(p, env).has_value());
+  p.self_join = true;
   // What one call allocates grows with the answers it keeps.
   p.m = 3000;
   const std::size_t five = v->device_bytes(p, env);
@@ -785,6 +799,35 @@ TEST(V15Plan, ChunksCoverTheRowsOnGroupBoundaries) {
 
 // The thread layout covers every query once, fills the device with splits when queries are few,
 // and keeps the partial entries under the budget.
+// The merge's reduction passes: only with fewer queries than SMs and more than kMergeRunsLeft runs
+// a query; each pass shrinks a query's entries to its runs' best topk; the last sort is left with
+// at most kMergeRunsLeft runs' worth and at least topk entries.
+TEST(V15Plan, MergePassesLeaveAFewRunsPerQuery) {
+  EXPECT_EQ(gpu::merge_passes(1, 1024LL * 64, 64, 132), (std::vector<long long>{65536}));  // 1 query, n 65537, topk 64
+  EXPECT_EQ(gpu::merge_passes(1, 16384LL * 64, 64, 132), (std::vector<long long>{1048576, 32768}));
+  EXPECT_TRUE(gpu::merge_passes(132, 16384LL * 64, 64, 132).empty());  // a segment per SM already
+  EXPECT_TRUE(gpu::merge_passes(1, 4 * gpu::kMergeMinRun, 8, 132).empty());
+  EXPECT_EQ(gpu::merge_run_length(8), gpu::kMergeMinRun);
+  EXPECT_EQ(gpu::merge_run_length(2048), 16LL * 2048);
+  for (int topk : {2, 8, 33, 100, 1024, 2048})
+    for (long long per : {1LL, 4097LL, 65536LL * 3 + 7, 1LL << 24, 1LL << 30})
+      for (int m : {1, 7, 131}) {
+        const long long run = gpu::merge_run_length(topk);
+        const auto passes = gpu::merge_passes(m, per * topk, topk, 132);
+        long long left = per * topk;
+        for (const long long start : passes) {
+          EXPECT_EQ(start, left);
+          EXPECT_GT(start, gpu::kMergeRunsLeft * run);
+          const long long next = (start + run - 1) / run * topk;
+          EXPECT_LT(next, start);
+          left = next;
+        }
+        EXPECT_LE(left, std::max(per * topk, gpu::kMergeRunsLeft * run)) << topk << " " << per << " " << m;
+        if (!passes.empty()) EXPECT_LE(left, gpu::kMergeRunsLeft * run);
+        EXPECT_GE(left, topk);
+      }
+}
+
 TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
   for (int m : {1, 2, 7, 100, 1024, 4099, 1 << 20})
     for (int q : {1, 2, 4})

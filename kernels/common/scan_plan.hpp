@@ -44,8 +44,8 @@ constexpr int kRampMinQueries = 64;
 // merged by atomicMin, while more chunks would mean more partial lists to sort for longer ones.
 constexpr std::size_t kLastChunkBytes = std::size_t(3) << 20;
 constexpr int kMaxTaperChunks = 4;
-// A thread scans at least this many row groups of its split.
-constexpr long long kMinGroupsPerThread = 16;
+// A thread scans at least this many row groups of its split (KNN_V15_MIN_GROUPS overrides it).
+constexpr int kMinGroupsPerThread = 16;
 
 struct ScanPlan {
   int queries_per_thread = 1;  // Q: query slots per thread (a template constant of the kernel)
@@ -113,7 +113,7 @@ inline int largest_chunk(const std::vector<int>& rows) {
 // slots per thread, on a device that holds `resident_blocks` scan blocks at once (occupancy × SMs).
 // `single_chunk` for self-joins and the heap lists (their scratch is sized for one kernel at a time).
 inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_thread, long long resident_blocks,
-                          bool single_chunk, bool ramp = true, bool taper = true) {
+                          bool single_chunk, bool ramp = true, bool taper = true, int min_groups = kMinGroupsPerThread) {
   ScanPlan p;
   p.queries_per_thread = queries_per_thread;
   const long long query_slots = (m + queries_per_thread - 1) / queries_per_thread;
@@ -129,14 +129,31 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
   if (over_budget()) p.chunk_rows = plan_chunks(n, std::size_t(dim) * sizeof(float), true);
   if (taper && topk == 1 && m < kRampMinQueries) taper_last_chunk(p.chunk_rows, std::size_t(dim) * sizeof(float));
   // Enough blocks per chunk to fill the device once, but no thread with less than
-  // kMinGroupsPerThread groups and no more partial entries than the budget.
+  // min_groups groups and no more partial entries than the budget.
   const long long chunk_groups = ((long long)largest_chunk(p.chunk_rows) + kScanGroup - 1) / kScanGroup;
   long long splits = (resident_blocks + p.query_groups - 1) / p.query_groups;
-  splits = std::min(splits, std::max(1LL, chunk_groups / (p.ref_threads * kMinGroupsPerThread)));
+  splits = std::min(splits, std::max(1LL, chunk_groups / (p.ref_threads * std::max(1, min_groups))));
   const long long per_split = (long long)m * p.chunks() * p.ref_threads * topk;
   splits = std::min(splits, std::max(1LL, kPartialBudget / std::max(1LL, per_split)));
   p.splits = int(std::max(1LL, splits));
   return p;
+}
+
+// The merge of partial lists (topk_merge.cu) sorts each query's entries as one CUB segment, which
+// one block sorts: with fewer queries than SMs, reduction passes first cut a query's entries into
+// runs of merge_run_length(topk) entries, sort every run and keep its best topk, until a query's
+// entries span at most kMergeRunsLeft runs.
+constexpr long long kMergeMinRun = 2048;
+constexpr long long kMergeRunsLeft = 4;
+inline long long merge_run_length(int topk) { return std::max(kMergeMinRun, 16LL * topk); }
+// The entries per query each reduction pass starts from, for m queries of per_query entries on a
+// device of `sms` SMs (empty: the sort alone).
+inline std::vector<long long> merge_passes(int m, long long per_query, int topk, int sms) {
+  std::vector<long long> starts;
+  const long long run = merge_run_length(topk);
+  for (long long per = per_query; m < sms && per > kMergeRunsLeft * run; per = (per + run - 1) / run * topk)
+    starts.push_back(per);
+  return starts;
 }
 
 // "N chunks of a, b, ... MiB (copy on one stream, search on another)" for v15's path (`ramp`: the
