@@ -78,8 +78,11 @@ bool chunk_taper() { return knn::env::int_knob("KNN_V15_TAPER", 0, 1, "v15").val
 // KNN_V15_MERGE_RUNS=0: the partial lists' merge sorts each query's entries at once, without the
 // reduction passes for fewer queries than SMs (topk_merge.hpp).
 bool merge_runs() { return knn::env::int_knob("KNN_V15_MERGE_RUNS", 0, 1, "v15").value_or(1) != 0; }
-// KNN_V15_MIN_GROUPS: the fewest row groups a thread scans in its split (scan_plan.hpp).
-int min_groups() { return knn::env::int_knob("KNN_V15_MIN_GROUPS", 1, 1 << 20, "v15").value_or(gpu::kMinGroupsPerThread); }
+// KNN_V15_MIN_GROUPS: the fewest row groups a thread scans in its split (scan_plan.hpp; by default
+// kMinGroupsNearest for the scan's topk = 1, kMinGroupsPerThread otherwise and for the filters).
+int min_groups(bool nearest = false) {
+  return knn::env::int_knob("KNN_V15_MIN_GROUPS", 1, 1 << 20, "v15").value_or(nearest ? gpu::kMinGroupsNearest : gpu::kMinGroupsPerThread);
+}
 
 // The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
 // topk > 1 with one split (each block owns its queries), KNN_V15_SHARED_LISTS not 0, and the
@@ -105,7 +108,7 @@ gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int fil
     return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp(), chunk_taper(),
                           min_groups());
   return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
-                        p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper(), min_groups());
+                        p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper(), min_groups(l == List::one));
 }
 
 // The candidate buffers before the filters and a chunked copy (kernels/common/seed_collect.hpp),

@@ -104,6 +104,9 @@
 #               configs/v15-splits.json with the passes, without, with them and KNN_V15_MIN_GROUPS=64, and with
 #               them again, one process each, 128 queries validated per case; a bad knob value
 #                                          -> v15merge/shapes-{on,off,on-g64,on2}.*, bad-knob.log, tests.log
+#   v15nearest  the nearest neighbour's split minimum (kMinGroupsNearest against KNN_V15_MIN_GROUPS=16): the
+#               topk-1 shapes of configs/v15-splits.json, twice each way, alternating
+#                                                      -> v15nearest/shapes{,-g16}-{a,b}.*
 #   placement   where a process's host buffers lie and how fast one thread reads them, against the time it
 #               ran (scripts/tune/placement_probe.cu), in PLACEMENT_RUNS (default 4) processes, v0 on case 8
 #               in a process after each                               -> placement/probe-N.txt, v0-N.json
@@ -154,7 +157,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|v15floor|v15splits|v15merge|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|v15floor|v15splits|v15merge|v15nearest|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -661,6 +664,15 @@ for step in "${steps[@]}"; do
       KNN_V15_MERGE_RUNS=2 "$bin" --case 0 --version v15 --max-time 1 --json "$OUT/v15merge/bad-knob.json" \
         >"$OUT/v15merge/bad-knob.log" 2>&1; echo "exit $?" >>"$OUT/v15merge/bad-knob.log"
       tail -n 5 "$OUT/v15merge/bad-knob.log"
+      ;;
+    v15nearest)
+      mkdir -p "$OUT/v15nearest"
+      nearest=(--config configs/v15-splits.json --case "$(seq -s, 1850 3 1919)" --version v15 --min-samples 3 --max-time 2
+               --validate-queries 128)
+      for run in a b; do
+        measure "$OUT/v15nearest/shapes-$run" -- "${nearest[@]}"
+        measure "$OUT/v15nearest/shapes-g16-$run" KNN_V15_MIN_GROUPS=16 -- "${nearest[@]}"
+      done
       ;;
     placement)
       log "host buffers' placement against their read speed (scripts/tune/placement_probe.cu)"

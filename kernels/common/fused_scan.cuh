@@ -72,6 +72,22 @@ __device__ __forceinline__ unsigned long long pack(float d, std::int32_t i) {
   return (static_cast<unsigned long long>(__float_as_uint(d)) << 32) | static_cast<std::uint32_t>(i);
 }
 
+// The least key among the lanes of a warp that share this lane's query slot (lanes ≡ this one mod
+// query_threads, a power of two): one atomicMin per warp and query instead of one per lane (with
+// one query, 128 lanes of a block met at one address). The lanes of a group share their query, so
+// they have all returned or are all here; the mask names just them.
+__device__ __forceinline__ unsigned long long warp_min_over_rows(unsigned long long key, int query_threads) {
+  if (query_threads >= 32) return key;
+  const int lane = threadIdx.x & 31;
+  unsigned mask = 0;
+  for (int l = lane & (query_threads - 1); l < 32; l += query_threads) mask |= 1u << l;
+  for (int offset = 16; offset >= query_threads; offset >>= 1) {
+    const unsigned long long other = __shfl_xor_sync(mask, key, offset);
+    key = other < key ? other : key;
+  }
+  return key;
+}
+
 // A sorted list of the best K (distance, index) pairs in registers; `worst` is entry topk − 1, or
 // the cap (a seed's bound) while that is lower: only distances below the cap ever enter.
 template <int K>
@@ -282,8 +298,10 @@ __global__ void __launch_bounds__(kScanBlock, 1) scan_kernel(Args a) {
   const long long partial = a.partial_base + (long long)split * a.ref_threads + rt;
   if constexpr (L == List::one) {
 #pragma unroll
-    for (int u = 0; u < Q; ++u)
-      if (active[u]) atomicMin(a.best + q[u], pack(list[u].d[0], list[u].i[0]));
+    for (int u = 0; u < Q; ++u) {
+      const unsigned long long best = warp_min_over_rows(pack(list[u].d[0], list[u].i[0]), a.query_threads);
+      if (active[u] && (threadIdx.x & 31) < a.query_threads) atomicMin(a.best + q[u], best);
+    }
   } else if constexpr (L == List::heap) {
     const std::size_t at = (std::size_t(q[0]) * a.partials + partial) * a.topk;
     heap.store(a.partial_indices + at, a.partial_distances + at);

@@ -45,7 +45,12 @@ constexpr int kRampMinQueries = 64;
 constexpr std::size_t kLastChunkBytes = std::size_t(3) << 20;
 constexpr int kMaxTaperChunks = 4;
 // A thread scans at least this many row groups of its split (KNN_V15_MIN_GROUPS overrides it).
+// Fewer groups mean more splits, so more partial lists to merge: topk > 1 lost with fewer
+// (docs/v15.md, "The merge for few queries"). The nearest neighbour's partial lists are one key
+// per warp and query (atomicMin), so it takes kMinGroupsNearest: cases 3-5 and one to 32 queries
+// against 2^14-2^18 rows 1.1-1.6x faster on an H100 than with 16 (results/h100/v15/splits-warp/).
 constexpr int kMinGroupsPerThread = 16;
+constexpr int kMinGroupsNearest = 4;
 
 struct ScanPlan {
   int queries_per_thread = 1;  // Q: query slots per thread (a template constant of the kernel)
