@@ -68,21 +68,16 @@ Kernel pick_filter(int dim) {
   }
 }
 
-
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
-
 // KNN_V15_RAMP=0: equal chunks instead of growing first ones (scan_plan.hpp; the tensor-core filter's always).
 bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
 // KNN_V15_TAPER=0: the last chunk whole instead of halved for few queries (scan_plan.hpp).
 bool chunk_taper() { return knn::env::int_knob("KNN_V15_TAPER", 0, 1, "v15").value_or(1) != 0; }
-// KNN_V15_MERGE_RUNS=0: the partial lists' merge sorts each query's entries at once, without the
-// reduction passes for fewer queries than SMs (topk_merge.hpp).
+// KNN_V15_MERGE_RUNS=0: each query's partial entries sorted at once, no reduction passes (topk_merge.hpp).
 bool merge_runs() { return knn::env::int_knob("KNN_V15_MERGE_RUNS", 0, 1, "v15").value_or(1) != 0; }
-// KNN_V15_MIN_GROUPS: the fewest row groups a thread scans in its split (scan_plan.hpp; by default
-// kMinGroupsNearest for the scan's topk = 1, kMinGroupsPerThread otherwise and for the filters).
-int min_groups(bool nearest = false) {
-  return knn::env::int_knob("KNN_V15_MIN_GROUPS", 1, 1 << 20, "v15").value_or(nearest ? gpu::kMinGroupsNearest : gpu::kMinGroupsPerThread);
-}
+// KNN_V15_MIN_GROUPS: the fewest row groups a thread scans in its split, whatever the list (scan_plan.hpp; unset:
+// kMinGroupsNearest for the scan's topk 1, heap_min_groups for its heaps, kMinGroupsPerThread otherwise).
+std::optional<int> min_groups() { return knn::env::int_knob("KNN_V15_MIN_GROUPS", 1, 1 << 20, "v15"); }
 
 // The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
 // topk > 1 with one split (each block owns its queries), KNN_V15_SHARED_LISTS not 0, and the
@@ -99,16 +94,21 @@ std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, in
   return attributes.sharedSizeBytes + bytes <= std::size_t(limit) ? bytes : 0;
 }
 
-// The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread
-// (its lists are the keys in global memory: no partial lists, so no budget for them).
-// `single`: one chunk (the candidate buffers taken first).
-gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int filter_queries, bool single) {
+// The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread (its lists
+// are the keys in global memory: no partial lists, so no budget for them). `single`: one chunk.
+gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int sms, int filter_queries, bool single) {
   const List l = list_for(p.topk);
+  const std::optional<int> knob = min_groups();
   if (filter_queries > 0)
     return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp(), chunk_taper(),
-                          min_groups());
-  return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
-                        p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper(), min_groups(l == List::one));
+                          knob.value_or(gpu::kMinGroupsPerThread));
+  const auto plan = [&](int groups) {
+    return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
+                          p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper(), groups);
+  };
+  const gpu::ScanPlan base = plan(knob.value_or(l == List::one ? gpu::kMinGroupsNearest : gpu::kMinGroupsPerThread));
+  const int groups = l == List::heap && !knob ? gpu::heap_min_groups(base, p.m, p.topk, sms, gpu::kMinGroupsPerThread) : 0;
+  return groups > gpu::kMinGroupsPerThread ? plan(groups) : base;
 }
 
 // The candidate buffers before the filters and a chunked copy (kernels/common/seed_collect.hpp),
@@ -169,7 +169,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const int per_sm =
       cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(scan_kernel), gpu::kScanBlock);
   const gpu::ScanPlan plan =
-      plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, f32.chosen ? f32.queries_per_thread : 0, first);
+      plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, info.sm_count, f32.chosen ? f32.queries_per_thread : 0, first);
   const Kernel kernel = tc.chosen ? tc_kernel : scan_kernel;
   const gpu::SeedPlan seed = seed_plan(p, plan, filter);
   const gpu::CollectPlan collect = collect_plan(p, seed, info);
@@ -341,7 +341,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
   const bool first = buffers_first(p);
-  const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count), 0, first);
+  const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count), sm_count, 0, first);
   std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float)) +
                       p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
   bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));

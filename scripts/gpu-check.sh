@@ -107,6 +107,9 @@
 #   v15nearest  the nearest neighbour's split minimum (kMinGroupsNearest against KNN_V15_MIN_GROUPS=16): the
 #               topk-1 shapes of configs/v15-splits.json, twice each way, alternating
 #                                                      -> v15nearest/shapes{,-g16}-{a,b}.*
+#   v15heaps    the heaps' minimum for few queries (heap_min_groups against KNN_V15_MIN_GROUPS=16): the topk-64
+#               shapes of configs/v15-splits.json and two ad-hoc cases (k 3, 7 x 2^20, topk 1024; k 16,
+#               32 x 2^20, topk 256), twice each way, alternating    -> v15heaps/{shapes,adhoc*}{,-g16}-{a,b}.*
 #   placement   where a process's host buffers lie and how fast one thread reads them, against the time it
 #               ran (scripts/tune/placement_probe.cu), in PLACEMENT_RUNS (default 4) processes, v0 on case 8
 #               in a process after each                               -> placement/probe-N.txt, v0-N.json
@@ -157,7 +160,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|v15floor|v15splits|v15merge|v15nearest|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
+    tests|gputests|matrix|pageable|trees|scaling|secondlevel|seedgeometry|integrity|seeds|slowed|int8|v15|fp32|ramp|filtertopk|v15tests|v15final|v15seed|v15collect|v15balance|v15tc|v15gate|v15seeds|v15stage|v15taper|v15floor|v15splits|v15merge|v15nearest|v15heaps|placement|v16|v16nn|v16waves|gpuall|profile|hostvar|sanitize) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help)" >&2; exit 2 ;;
   esac
@@ -672,6 +675,21 @@ for step in "${steps[@]}"; do
       for run in a b; do
         measure "$OUT/v15nearest/shapes-$run" -- "${nearest[@]}"
         measure "$OUT/v15nearest/shapes-g16-$run" KNN_V15_MIN_GROUPS=16 -- "${nearest[@]}"
+      done
+      ;;
+    v15heaps)
+      mkdir -p "$OUT/v15heaps"
+      heaps=(--config configs/v15-splits.json --case "$(seq -s, 1852 3 1921)" --version v15 --min-samples 3 --max-time 2
+             --validate-queries 128)
+      adhoc1=(--k 3 --m 7 --n 1048576 --topk 1024 --version v15 --min-samples 3 --max-time 2)
+      adhoc2=(--k 16 --m 32 --n 1048576 --topk 256 --version v15 --min-samples 3 --max-time 2)
+      for run in a b; do
+        measure "$OUT/v15heaps/shapes-$run" -- "${heaps[@]}"
+        measure "$OUT/v15heaps/shapes-g16-$run" KNN_V15_MIN_GROUPS=16 -- "${heaps[@]}"
+        measure "$OUT/v15heaps/adhoc1-$run" -- "${adhoc1[@]}"
+        measure "$OUT/v15heaps/adhoc1-g16-$run" KNN_V15_MIN_GROUPS=16 -- "${adhoc1[@]}"
+        measure "$OUT/v15heaps/adhoc2-$run" -- "${adhoc2[@]}"
+        measure "$OUT/v15heaps/adhoc2-g16-$run" KNN_V15_MIN_GROUPS=16 -- "${adhoc2[@]}"
       done
       ;;
     placement)

@@ -828,6 +828,31 @@ TEST(V15Plan, MergePassesLeaveAFewRunsPerQuery) {
       }
 }
 
+// The heaps' minimum (one query per thread, one chunk): up to topk groups a thread while every SM
+// keeps a block, never below the base minimum, and only with fewer queries than SMs.
+TEST(V15Plan, HeapsScanMoreRowsPerThreadWhileEverySmKeepsABlock) {
+  const int sms = 132, resident = sms * 8;
+  const auto base = [&](int m, int n) { return gpu::plan_scan(m, n, 3, 64, 1, resident, true, true, true, gpu::kMinGroupsPerThread); };
+  EXPECT_EQ(gpu::heap_min_groups(base(7, 1 << 20), 7, 64, sms, 16), 64);  // 262144 groups / (16 row threads x 132)
+  EXPECT_EQ(gpu::heap_min_groups(base(7, 1 << 18), 7, 64, sms, 16), 31);
+  EXPECT_EQ(gpu::heap_min_groups(base(7, 16384), 7, 64, sms, 16), 16);
+  EXPECT_EQ(gpu::heap_min_groups(base(1, 1 << 20), 1, 64, sms, 16), 16);  // 128 row threads: 15 would leave 132 blocks
+  EXPECT_EQ(gpu::heap_min_groups(base(132, 1 << 20), 132, 64, sms, 16), 16);
+  EXPECT_EQ(gpu::heap_min_groups(base(7, 1 << 20), 7, 8, sms, 16), 16);
+  for (int m : {1, 2, 7, 31, 100})
+    for (int n : {1, 1000, 65537, 1 << 18, 1 << 22})
+      for (int topk : {33, 64, 100, 1024, 2048}) {
+        const gpu::ScanPlan b = gpu::plan_scan(m, n, 3, topk, 1, resident, true, true, true, 16);
+        const int groups = gpu::heap_min_groups(b, m, topk, sms, 16);
+        EXPECT_GE(groups, 16);
+        EXPECT_LE(groups, std::max(16, topk));
+        if (groups > 16)  // the partial lists' budget may hold the base below one block per SM already
+          EXPECT_GE(gpu::plan_scan(m, n, 3, topk, 1, resident, true, true, true, groups).blocks_per_chunk(),
+                    std::min(sms, b.blocks_per_chunk()))
+              << m << " " << n << " " << topk;
+      }
+}
+
 TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
   for (int m : {1, 2, 7, 100, 1024, 4099, 1 << 20})
     for (int q : {1, 2, 4})

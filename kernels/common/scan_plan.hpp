@@ -144,6 +144,19 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
   return p;
 }
 
+// Heaps (topk > 32) with fewer queries than SMs: a thread clears and writes out its whole heap of
+// topk entries however few rows it scans, and every heap is a partial list to merge. So a thread
+// gets up to topk groups (4 × topk rows), but never so many that fewer blocks than SMs are left,
+// and never fewer than `base`'s min_groups. `base`: the plan at min_groups. (7 queries, 2^20 rows,
+// topk 64: 2.67 ms at 16 groups, 1.07 at 64; docs/v15.md.)
+inline int heap_min_groups(const ScanPlan& base, int m, int topk, int sms, int min_groups) {
+  if (m >= sms || topk <= min_groups) return min_groups;
+  const long long chunk_groups = ((long long)largest_chunk(base.chunk_rows) + kScanGroup - 1) / kScanGroup;
+  const long long per_group_blocks = (sms + base.query_groups - 1) / base.query_groups;
+  const long long fill = chunk_groups / ((long long)base.ref_threads * per_group_blocks);
+  return int(std::max<long long>(min_groups, std::min<long long>(fill, topk)));
+}
+
 // The merge of partial lists (topk_merge.cu) sorts each query's entries as one CUB segment, which
 // one block sorts: with fewer queries than SMs, reduction passes first cut a query's entries into
 // runs of merge_run_length(topk) entries, sort every run and keep its best topk, until a query's
