@@ -30,6 +30,7 @@
 #include "kernels/common/str_pack_gpu.hpp"
 #include "kernels/common/topk_supports.hpp"
 #include "kernels/common/tree_gpu.cuh"
+#include "kernels/common/warp_reduce.cuh"
 
 namespace {
 
@@ -216,9 +217,7 @@ __global__ void __launch_bounds__(kMaxBlock) rtree_join_kernel(const JoinArgs a)
       }
       // The new bound: the largest K-th distance of the leaf's queries (>= 0, so the bits order).
       const unsigned mine = __float_as_uint(active ? list.worst_distance() : 0.f);
-      unsigned warp = mine;  // a butterfly max: __reduce_max_sync needs sm_80, the build also targets sm_75
-#pragma unroll
-      for (int lane_mask = 16; lane_mask > 0; lane_mask >>= 1) warp = max(warp, __shfl_xor_sync(0xffffffffu, warp, lane_mask));
+      const unsigned warp = knn::gpu::warp::max(mine);  // a butterfly: __reduce_max_sync needs sm_80, the build also targets sm_75
       if ((t & 31) == 0) warp_max[t >> 5] = warp;
       __syncthreads();
       unsigned all = warp_max[0];

@@ -16,6 +16,7 @@
 #include "core/cuda/runtime.hpp"
 #include "kernels/common/block_select.cuh"
 #include "kernels/common/exact_int8.hpp"
+#include "kernels/common/warp_reduce.cuh"
 
 namespace knn::gpu {
 namespace {
@@ -61,7 +62,7 @@ __global__ void squared_norms(const std::int8_t* __restrict__ x, int rows, int p
   const std::int8_t* row = x + std::size_t(warp) * padded_dim;
   int sum = 0;
   for (int c = lane; c < padded_dim; c += 32) sum += int(row[c]) * int(row[c]);
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, o);
+  sum = knn::gpu::warp::sum(sum);
   if (lane == 0) out[warp] = sum;
 }
 

@@ -117,8 +117,7 @@ struct Slots {
 // The warp's count of exact distances, added to the total (kScanBlock is a multiple of 32 and
 // no thread has left, so the whole warp sums).
 __device__ __forceinline__ void count_candidates(const scan::Args& a, unsigned candidates) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) candidates += __shfl_xor_sync(0xffffffffu, candidates, off);
+  candidates = warp::sum(candidates);
   if ((threadIdx.x & 31) == 0 && candidates > 0) atomicAdd(a.tc_candidates, (unsigned long long)candidates);
 }
 

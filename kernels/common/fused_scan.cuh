@@ -16,6 +16,7 @@
 
 #include "kernels/common/scan_plan.hpp"
 #include "kernels/common/shared_topk.cuh"
+#include "kernels/common/warp_reduce.cuh"
 
 namespace knn::gpu::scan {
 
@@ -77,15 +78,7 @@ __device__ __forceinline__ unsigned long long pack(float d, std::int32_t i) {
 // one query, 128 lanes of a block met at one address). The lanes of a group share their query, so
 // they have all returned or are all here; the mask names just them.
 __device__ __forceinline__ unsigned long long warp_min_over_rows(unsigned long long key, int query_threads) {
-  if (query_threads >= 32) return key;
-  const int lane = threadIdx.x & 31;
-  unsigned mask = 0;
-  for (int l = lane & (query_threads - 1); l < 32; l += query_threads) mask |= 1u << l;
-  for (int offset = 16; offset >= query_threads; offset >>= 1) {
-    const unsigned long long other = __shfl_xor_sync(mask, key, offset);
-    key = other < key ? other : key;
-  }
-  return key;
+  return query_threads >= 32 ? key : warp::all_reduce(key, warp::Min{}, warp::group_mask(query_threads), query_threads);
 }
 
 // A sorted list of the best K (distance, index) pairs in registers; `worst` is entry topk − 1, or

@@ -21,6 +21,7 @@
 
 #include "kernels/common/kdtree_gpu_walk.cuh"
 #include "kernels/common/shared_topk.cuh"
+#include "kernels/common/warp_reduce.cuh"
 
 namespace knn::kd {
 
@@ -41,11 +42,6 @@ struct SearchArgs {
   unsigned long long* visits;
 };
 
-__device__ __forceinline__ unsigned warp_sum(unsigned v) {
-#pragma unroll
-  for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
-  return v;
-}
 
 // One thread per active key (blocks of kWaveBlock consecutive keys): scan the leaf, find the next one.
 template <int DIM>
@@ -134,7 +130,7 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     }
   }
   const unsigned going = __popc(__ballot_sync(0xffffffffu, next >= 0));
-  const unsigned seen = warp_sum(visited);
+  const unsigned seen = knn::gpu::warp::sum(visited);
   if ((tid & 31) == 0) {
     if (going) atomicAdd(a.remaining, going);
     if (seen) atomicAdd(a.visits, (unsigned long long)seen);
@@ -232,7 +228,7 @@ __global__ void __launch_bounds__(kWaveBlock) nearest_kernel(const SearchArgs a)
     }
   }
   const unsigned going = __popc(__ballot_sync(0xffffffffu, lane == 0 && next >= 0));
-  const unsigned seen = warp_sum(lane == 0 ? visited : 0);
+  const unsigned seen = knn::gpu::warp::sum(lane == 0 ? visited : 0u);
   if ((threadIdx.x & 31) == 0) {
     if (going) atomicAdd(a.remaining, going);
     if (seen) atomicAdd(a.visits, (unsigned long long)seen);

@@ -8,6 +8,7 @@
 
 #include "core/cuda/device.hpp"
 #include "core/cuda/error.hpp"
+#include "kernels/common/warp_reduce.cuh"
 
 namespace knn::gpu {
 namespace {
@@ -22,14 +23,6 @@ __device__ __forceinline__ unsigned ordered(float x) {
 }
 __device__ __forceinline__ float unordered(unsigned u) { return __uint_as_float((u & 0x80000000u) ? u & 0x7fffffffu : ~u); }
 
-__device__ __forceinline__ unsigned warp_min(unsigned v) {
-  for (int o = 16; o > 0; o /= 2) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ unsigned warp_max(unsigned v) {
-  for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
 
 // range[t] = the least value of dimension t, range[dim + t] the greatest (ordered bits; the
 // buffer starts at 0xff.. and 0 respectively). Every thread of the grid reaches the shuffles.
@@ -47,7 +40,7 @@ __global__ void range_kernel(const float* __restrict__ points, int count, int di
 #pragma unroll
   for (int t = 0; t < kSeedMaxDim; ++t) {
     if (t >= dim) break;
-    const unsigned l = warp_min(lo[t]), h = warp_max(hi[t]);
+    const unsigned l = knn::gpu::warp::min(lo[t]), h = knn::gpu::warp::max(hi[t]);
     if (threadIdx.x % 32 == 0) atomicMin(range + t, l), atomicMax(range + dim + t, h);
   }
 }

@@ -14,6 +14,7 @@
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/score_bound.cuh"
 #include "kernels/common/seed_collect_kernels.cuh"
+#include "kernels/common/warp_reduce.cuh"
 
 namespace knn::gpu {
 namespace {
@@ -21,7 +22,6 @@ namespace {
 using collect::Args;
 using collect::cut;
 using collect::gate_open;
-using collect::warp_sum;
 
 // A block stages this many float4s of rows in shared memory at a time (16 KiB): every tile costs
 // two barriers and a global load's latency.
@@ -158,7 +158,7 @@ __device__ __noinline__ void collect_piece(const Args& a, int group, int split, 
 #pragma unroll
   for (int u = 0; u < Q; ++u)
     if (slot(u) < a.m) a.counts[std::size_t(slot(u)) * a.splits + split] = s_count[u][me];
-  appended = warp_sum(appended), cuts = warp_sum(cuts);
+  appended = knn::gpu::warp::sum(appended), cuts = knn::gpu::warp::sum(cuts);
   if (threadIdx.x % 32 == 0 && appended > 0) atomicAdd(a.stats, appended);
   if (threadIdx.x % 32 == 0 && cuts > 0) atomicAdd(a.stats + 1, cuts);
 }
@@ -190,7 +190,7 @@ __global__ void gate_kernel(const float* __restrict__ bound, int m, GateBounds g
     for (int l = 0; l < kCollectTcGateLevels; ++l) below[l] += bound[q] < g.below[l] ? 1 : 0;
 #pragma unroll
   for (int l = 0; l < kCollectTcGateLevels; ++l) {
-    const unsigned long long sum = warp_sum(below[l]);
+    const unsigned long long sum = knn::gpu::warp::sum(below[l]);
     if (threadIdx.x % 32 == 0 && sum > 0) atomicAdd(counts + l, sum);
   }
 }
@@ -215,7 +215,7 @@ __global__ void select_kernel(Args cuda_cores, Args tensor, std::int32_t* __rest
         best = x >= low && x < best ? x : best;
       }
     }
-    for (int o = 16; o > 0; o /= 2) best = min(best, __shfl_xor_sync(0xffffffffu, best, o));
+    best = knn::gpu::warp::min(best);
     if (best == ~0ull) {  // fewer candidates than topk: v0's empty slots
       for (int t = r + lane; t < a.topk; t += 32) distances[q * a.topk + t] = INFINITY, indices[q * a.topk + t] = -1;
       return;

@@ -34,10 +34,6 @@ __device__ __forceinline__ bool gate_open(const Args& a) {
   return a.gate == nullptr || ((*a.gate <= a.gate_max) == a.gate_tc);
 }
 
-__device__ __forceinline__ unsigned long long warp_sum(unsigned long long v) {
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // Moves `x` down the max-heap k[0..size) from `pos`.
 __device__ __forceinline__ void sift(unsigned long long* k, int pos, int size, unsigned long long x) {

@@ -17,6 +17,7 @@
 #include "kernels/common/fused_scan.cuh"
 #include "kernels/common/score_bound.cuh"
 #include "kernels/common/tc_filter.hpp"
+#include "kernels/common/warp_reduce.cuh"
 
 namespace knn::gpu::collect {
 namespace {
@@ -153,7 +154,7 @@ __global__ void __launch_bounds__(kTcBlock) collect_tc_kernel(const __grid_const
       const int slot = slot0 + t * kTcTileQueries + g + 8 * h;
       if (slot < a.m) a.counts[std::size_t(slot) * a.splits + split * kCollectTcLanes + t4] = s_count[warp][t][h][lane];
     }
-  appended = warp_sum(appended), cuts = warp_sum(cuts);
+  appended = knn::gpu::warp::sum(appended), cuts = knn::gpu::warp::sum(cuts);
   if (lane == 0 && appended > 0) atomicAdd(a.stats, appended);
   if (lane == 0 && cuts > 0) atomicAdd(a.stats + 1, cuts);
 #else

@@ -107,12 +107,7 @@ __global__ void __launch_bounds__(kSeedBlock) seed_kernel(scan::Args a) {
     unsigned long long least = mine[0];
 #pragma unroll
     for (int i = 1; i < kPerLane; ++i) least = mine[i] < least ? mine[i] : least;
-    unsigned long long best = least;
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) {
-      const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, off);
-      best = other < best ? other : best;
-    }
+    const unsigned long long best = warp::min(least);
     if (best == kNoKey) break;
     if (lane == 0) atomicMin(a.best + std::size_t(q) * a.topk + r, best);
 #pragma unroll
@@ -127,7 +122,6 @@ __global__ void __launch_bounds__(kSeedBlock) seed_kernel(scan::Args a) {
 template <int KS, bool SPLIT>
 __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan::Args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr unsigned kAll = 0xffffffffu;
   // Row stride of the staged rows: 8·KS values and 4 of padding, so the 8 rows × 4 columns a
   // fragment load touches fall in 32 different banks.
   constexpr int kStride = kTcSliceDims * KS + 4;
@@ -319,8 +313,7 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
       __syncwarp();
     }
   }
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) candidates += __shfl_xor_sync(kAll, candidates, off);
+  candidates = warp::sum(candidates);
   if (lane == 0 && candidates > 0) atomicAdd(a.tc_candidates, (unsigned long long)candidates);
   if (shared_lists) {
     __syncthreads();  // every cascade is done
