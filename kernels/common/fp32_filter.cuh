@@ -69,24 +69,9 @@ struct Slots {
       }
     }
   }
-  // Which slots some row of the group (centred rows x, norms ‖x‖²) scores at or below its
-  // threshold: every score goes straight into its slot's flag, no branch among the 4·Q pairs, so
-  // their fused multiply-adds interleave, and no score stays live.
+  // Which slots some row of the group (centred rows x, norms ‖x‖²) scores at or below its threshold.
   __device__ __forceinline__ unsigned flag(const float (&x)[kScanGroup][DIM], const float (&norm)[kScanGroup]) const {
-    unsigned flagged = 0;
-#pragma unroll
-    for (int u = 0; u < Q; ++u) {
-      bool hit = false;
-#pragma unroll
-      for (int j = 0; j < kScanGroup; ++j) {
-        float v = norm[j];
-#pragma unroll
-        for (int t = 0; t < DIM; ++t) v = __fmaf_rn(w[u][t], x[j][t], v);
-        hit |= v <= threshold[u];
-      }
-      flagged |= hit ? 1u << u : 0u;
-    }
-    return flagged;
+    return tc::flag_scores(w, x, norm, threshold);
   }
   // Rare once the thresholds are tight: every row of a flagged slot's group (rows row0 .. row0 +
   // valid − 1 of the chunk) gets the scan's own distance, read again through the cache (keeping

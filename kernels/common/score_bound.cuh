@@ -29,6 +29,29 @@ __device__ __forceinline__ float exact_distance(const float* q, const float* r, 
   return s;
 }
 
+// Which of Q queries some row of a group of G centred rows x (norms ‖x‖²) scores at or below the
+// query's limit, the score being ‖x‖² + w·x (w = −2(q − c)): a bit per query. Every score goes
+// straight into its flag, no branch among the G·Q pairs, so their multiply-adds interleave and no
+// score stays live (the fp32 filter and v15's candidate buffers).
+template <int Q, int DIM, int G>
+__device__ __forceinline__ unsigned flag_scores(const float (&w)[Q][DIM], const float (&x)[G][DIM], const float (&norm)[G],
+                                                const float (&limit)[Q]) {
+  unsigned flagged = 0;
+#pragma unroll
+  for (int u = 0; u < Q; ++u) {
+    bool hit = false;
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      float v = norm[j];
+#pragma unroll
+      for (int t = 0; t < DIM; ++t) v = __fmaf_rn(w[u][t], x[j][t], v);
+      hit |= v <= limit[u];
+    }
+    flagged |= hit ? 1u << u : 0u;
+  }
+  return flagged;
+}
+
 // A lower bound of ‖q − c‖² (the fp32 sum's error is below 2^-18 of it for k ≤ 32).
 __device__ __forceinline__ float norm_low(const float* q, int dim, float c) {
   float norm = 0.f;

@@ -103,21 +103,11 @@ __device__ __noinline__ void collect_piece(const Args& a, int group, int split, 
       if constexpr (SCORE) {
         const float4 n4 = tile[t * kPer + DIM];
         const float norm[kScanGroup] = {n4.x, n4.y, n4.z, n4.w};
-        float x[kScanGroup * DIM];
+        float x[kScanGroup][DIM];  // the group's 4 · DIM floats, row after row
+        float* flat = &x[0][0];
 #pragma unroll
-        for (int c = 0; c < DIM; ++c) x[4 * c] = rows[c].x, x[4 * c + 1] = rows[c].y, x[4 * c + 2] = rows[c].z, x[4 * c + 3] = rows[c].w;
-#pragma unroll
-        for (int u = 0; u < Q; ++u) {
-          bool hit = false;
-#pragma unroll
-          for (int j = 0; j < kScanGroup; ++j) {
-            float v = norm[j];
-#pragma unroll
-            for (int t2 = 0; t2 < DIM; ++t2) v = __fmaf_rn(query[u][t2], x[j * DIM + t2], v);
-            hit |= v <= limit[u];
-          }
-          flagged |= hit ? 1u << u : 0u;
-        }
+        for (int c = 0; c < DIM; ++c) flat[4 * c] = rows[c].x, flat[4 * c + 1] = rows[c].y, flat[4 * c + 2] = rows[c].z, flat[4 * c + 3] = rows[c].w;
+        flagged = tc::flag_scores(query, x, norm, limit);
         if (flagged == 0) continue;
       } else {
         scan::group_distances<DIM, Q>(query, rows, d);
