@@ -11,11 +11,11 @@ cd "$(dirname "$0")"
 BUILD_DIR=${BUILD_DIR:-build}
 
 # Dependencies: installed when root, otherwise the command is printed.
-scripts/install-deps.sh >&2 || echo "RUNME.sh: continuing; the build will say if something is missing" >&2
+scripts/setup/install-deps.sh >&2 || echo "RUNME.sh: continuing; the build will say if something is missing" >&2
 
 if [ "${1:-}" = "--test" ]; then
   shift
-  exec scripts/test.sh "$@"
+  exec scripts/test/test.sh "$@"
 fi
 
 mkdir -p "$BUILD_DIR"
@@ -35,7 +35,7 @@ set -e
 # plot.py finds a Python with matplotlib itself, or says how to install it. The markdown is then
 # written again from the JSON so that it links the figures beside it.
 if [ -f "$stem.json" ]; then
-  if python3 scripts/plot.py "$stem.json" -o "$stem.png" >&2; then
+  if python3 scripts/plots/plot.py "$stem.json" -o "$stem.png" >&2; then
     echo "Plots: $stem-*.png (and .svg)"
     "$BUILD_DIR/knnbench" report "$stem.json" --md "$stem.md" >&2 || echo "RUNME.sh: $stem.md not rewritten with the plot links" >&2
   else

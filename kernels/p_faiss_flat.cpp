@@ -106,7 +106,7 @@ knn::VersionDesc describe() {
   d.family = knn::Family::peer;
   d.self_join = true;
   d.supports = [](const knn::Problem&, const knn::Environment&) {
-    return knn::peers::unless_built(KNN_HAVE_FAISS, "faiss", "apt-get install libfaiss-dev, or scripts/install-deps.sh");
+    return knn::peers::unless_built(KNN_HAVE_FAISS, "faiss", "apt-get install libfaiss-dev, or scripts/setup/install-deps.sh");
   };
   // faiss's int64 labels and a self-join's widened rows; faiss's own blocks (4096 × 1024 inner
   // products, the norms) on top.

@@ -79,7 +79,7 @@ knn::VersionDesc describe() {
   d.has_build = true;
   d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment&) -> std::optional<std::string> {
-    if (auto why = knn::peers::unless_built(KNN_HAVE_NANOFLANN, "nanoflann", "apt-get install libnanoflann-dev, or scripts/install-deps.sh"))
+    if (auto why = knn::peers::unless_built(KNN_HAVE_NANOFLANN, "nanoflann", "apt-get install libnanoflann-dev, or scripts/setup/install-deps.sh"))
       return why;
     if (p.n < 1) return std::string("kd-tree needs at least one reference point");
     return std::nullopt;

@@ -267,7 +267,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   stream.synchronize();
   timer.report(ctx.timing);
   // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
-  // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plot_waves.py).
+  // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plots/plot_waves.py).
   std::string trace;
   for (std::size_t w = 0, shown = 0; w < active.size(); ++w) {
     if (active.size() > 120 && w >= 40 && w + 1 < active.size() && w < shown + std::max<std::size_t>(1, shown / 20)) continue;

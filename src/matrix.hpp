@@ -25,7 +25,7 @@ struct Case {
   // against the matrix file's folder (what the runner opens).
   std::string queries_file, references_file;
   std::string queries_path, references_path;
-  // "fetch": the command that fetches the case's data files (e.g. "scripts/fetch-data.sh cities").
+  // "fetch": the command that fetches the case's data files (e.g. "scripts/setup/fetch-data.sh cities").
   // With it, a data file that does not exist skips the case (missing_data says why and how to
   // fetch it) instead of refusing the matrix.
   std::string fetch, missing_data;

@@ -20,7 +20,7 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-// The figures scripts/plot.py writes beside X.md (X-<figure>.png and .svg), in this order; "bars-"
+// The figures scripts/plots/plot.py writes beside X.md (X-<figure>.png and .svg), in this order; "bars-"
 // is one per family.
 const std::vector<std::string> kPlotFigures{"heatmap", "bars-", "trees", "vs-floor", "compare"};
 

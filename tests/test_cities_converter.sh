@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/cities_to_npy.py on a handful of places whose neighbours are known, then knnbench's
+# scripts/setup/cities_to_npy.py on a handful of places whose neighbours are known, then knnbench's
 # self-join top-1 over its vectors (--dump-answers): two towns 3 km apart are each other's nearest,
 # the poles' nearest places are the ones closest to them whatever their longitude, places on either
 # side of the date line (+179.9 and -179.9) are neighbours although their longitudes are 360° apart.
@@ -24,7 +24,7 @@ cat >"$tmp/cities.json" <<'JSON'
  {"name":"Quito","lat":"-0.2299","lng":"-78.5249","country":"EC"},
  {"name":"Sion east 40 km","lat":"46.30","lng":"7.88","country":"CH"}]
 JSON
-python3 "$src/scripts/cities_to_npy.py" "$tmp/cities.json" "$tmp" --queries 3 >/dev/null
+python3 "$src/scripts/setup/cities_to_npy.py" "$tmp/cities.json" "$tmp" --queries 3 >/dev/null
 cat >"$tmp/m.json" <<'JSON'
 {"schema_version": 1, "cases": [{"id": 1, "k": 3, "n": 10, "topk": 1, "self_join": true, "references_file": "cities.npy"}]}
 JSON

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/plot.py on the committed results: every figure kind is written as a 1600 px wide PNG and
+# scripts/plots/plot.py on the committed results: every figure kind is written as a 1600 px wide PNG and
 # an SVG holding the labels it must show; --compare agrees with `knnbench compare` verdict for
 # verdict; skipped and failed versions are marked; usage errors exit 2.
 # Usage: test_plot.sh <path-to-knnbench> <source-dir>. Exit 77 = skipped (no matplotlib).
@@ -17,13 +17,13 @@ for candidate in python3 /usr/bin/python3; do
   fi
 done
 if [[ -z $python ]]; then
-  echo "SKIP: matplotlib not installed (apt-get install python3-matplotlib, or scripts/install-deps.sh)"
+  echo "SKIP: matplotlib not installed (apt-get install python3-matplotlib, or scripts/setup/install-deps.sh)"
   exit 77
 fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-plot() { "$python" "$src/scripts/plot.py" "$@"; }
+plot() { "$python" "$src/scripts/plots/plot.py" "$@"; }
 failures=0
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
@@ -159,25 +159,25 @@ expect_usage_error "--highlight v99" "$res/default.json" -o "$tmp/x.png" --highl
 expect_usage_error "needs --highlight" "$res/default.json" -o "$tmp/x.png" --only vs-floor
 expect_usage_error "--only nonsense" "$res/default.json" -o "$tmp/x.png" --only nonsense
 
-# scripts/plot_sweep.py (it reads results through plot.py's loader): one line per version of the
+# scripts/plots/plot_sweep.py (it reads results through plot.py's loader): one line per version of the
 # committed v17 sweep files, the later file's result winning for a version that both hold.
 v17=$res/v17
-"$python" "$src/scripts/plot_sweep.py" "$v17/sweep.json" "$v17/v17-sweep-v0.json" "$v17/sweep-v15-v16.json" -o "$tmp/sweep.svg" >/dev/null ||
+"$python" "$src/scripts/plots/plot_sweep.py" "$v17/sweep.json" "$v17/v17-sweep-v0.json" "$v17/sweep-v15-v16.json" -o "$tmp/sweep.svg" >/dev/null ||
   bad "plot_sweep.py exited $?"
 for label in v0 v14 v15 v16 v17 "m (queries)" "k=8 n=1000 topk=5 integers"; do
   grep -qF -- ">$label<" "$tmp/sweep.svg" || bad "plot_sweep.py: the SVG lacks '$label'"
 done
 
-# scripts/plot_waves.py: one line per (k, test) of the committed wave study, and exit 2 on a file
+# scripts/plots/plot_waves.py: one line per (k, test) of the committed wave study, and exit 2 on a file
 # without a wave trace (v16's results from before the trace).
 waves=$res/v16/waves-all
-"$python" "$src/scripts/plot_waves.py" "$waves/waves-box.json" "$waves/waves-median.json" -o "$tmp/waves.svg" >/dev/null ||
+"$python" "$src/scripts/plots/plot_waves.py" "$waves/waves-box.json" "$waves/waves-median.json" -o "$tmp/waves.svg" >/dev/null ||
   bad "plot_waves.py exited $?"
 for label in "d = 5, box test: 42 waves, 7.43 leaves/query" "d = 20, median test: 4096 waves, 4096.00 leaves/query" "active queries"; do
   grep -qF -- ">$label<" "$tmp/waves.svg" || bad "plot_waves.py: the SVG lacks '$label'"
 done
 set +e
-"$python" "$src/scripts/plot_waves.py" "$res/v16/trees-100.json" -o "$tmp/none.svg" >/dev/null 2>&1
+"$python" "$src/scripts/plots/plot_waves.py" "$res/v16/trees-100.json" -o "$tmp/none.svg" >/dev/null 2>&1
 code=$?
 set -e
 [[ $code -eq 2 ]] || bad "plot_waves.py on results without a wave trace exited $code, not 2"

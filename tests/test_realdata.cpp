@@ -184,7 +184,7 @@ TEST(RealDataIdx, AShapeThatIsNotTheCasesExits2AndAGoodOneRunsAndValidates) {
 
 TEST(RealDataMissing, ACaseThatSaysHowToFetchItsFileIsSkippedWithTheCommandOthersExit2) {
   Dir d;
-  ProgramRun r = knnbench("--config '" + matrix(d, 3, 4, 9, 1, R"("references_file":"../nowhere/cities.npy","fetch":"scripts/fetch-data.sh cities")") + "'" +
+  ProgramRun r = knnbench("--config '" + matrix(d, 3, 4, 9, 1, R"("references_file":"../nowhere/cities.npy","fetch":"scripts/setup/fetch-data.sh cities")") + "'" +
                        kFast + "--json '" + d.file("o.json") + "'",
                    d);
   ASSERT_EQ(r.code, 0) << r.out;
@@ -192,7 +192,7 @@ TEST(RealDataMissing, ACaseThatSaysHowToFetchItsFileIsSkippedWithTheCommandOther
   EXPECT_EQ(j["results"][0]["status"], "skip");
   const std::string reason = j["results"][0]["reason"];
   EXPECT_NE(reason.find("nowhere/cities.npy not found"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("scripts/fetch-data.sh cities"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("scripts/setup/fetch-data.sh cities"), std::string::npos) << reason;
   r = knnbench("--config '" + matrix(d, 3, 4, 9, 1, R"("references_file":"../nowhere/cities.npy")") + "' --list", d);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("no such file"), std::string::npos) << r.out;

@@ -19,7 +19,7 @@
 namespace knn::peers {
 
 // The reason a peer skips when knnbench was built without its library, with how to get it:
-// "built without faiss (install: apt-get install libfaiss-dev, or scripts/install-deps.sh; then rebuild)".
+// "built without faiss (install: apt-get install libfaiss-dev, or scripts/setup/install-deps.sh; then rebuild)".
 inline std::string built_without(const std::string& library, const std::string& install) {
   return "built without " + library + " (install: " + install + "; then rebuild)";
 }

@@ -1,7 +1,7 @@
 // libFuzzer target for the data-file readers (src/datafile.cpp). The first input byte picks the
 // format: byte % 4 selects .npy, .fvecs, raw float32 (.bin) or .csv, and for raw float32 the row
 // length k is byte / 4 + 1 (1..64). The other bytes become the file, written into a folder of this
-// process under $KNN_FUZZ_TMP (scripts/fuzz.sh sets it and removes it afterwards), else /dev/shm
+// process under $KNN_FUZZ_TMP (scripts/test/fuzz.sh sets it and removes it afterwards), else /dev/shm
 // where there is one, else $TMPDIR or /tmp; the folder is removed at exit and stays only after a
 // crash. inspect_data_file runs on the file; when that succeeds with a modest shape,
 // read_data_file fills a std::vector of exactly rows × cols floats (so AddressSanitizer sees a

@@ -69,7 +69,7 @@ elif [ "$mode" = missing_file ]; then
   # the run exits 0 (the sharded v18 says so from its own room; the runner must not say it twice).
   cat >"$work/m.json" <<'JSON'
 {"schema_version": 1, "cases": [{"id": 1, "k": 3, "m": 4, "n": 9, "topk": 1,
-  "references_file": "nowhere/cities.npy", "fetch": "scripts/fetch-data.sh cities"}]}
+  "references_file": "nowhere/cities.npy", "fetch": "scripts/setup/fetch-data.sh cities"}]}
 JSON
   set +e
   timeout 50 "${launch[@]}" "$bin" --config "$work/m.json" --version v0,v18 "${fast[@]}" --json "$work/mpi.json" --quiet >"$work/mpi.log" 2>&1
@@ -78,7 +78,7 @@ JSON
   [ $rc = 0 ] || { cat "$work/mpi.log"; echo "FAIL: mpirun exited $rc, expected 0 (skips only)"; exit 1; }
   expect "$work/mpi.json" 'sorted(x["version"] for x in j["results"])' "['v0', 'v18']"
   expect "$work/mpi.json" 'all(x["status"] == "skip" for x in j["results"])' True
-  expect "$work/mpi.json" '"scripts/fetch-data.sh cities" in r["v0"]["reason"]' True
+  expect "$work/mpi.json" '"scripts/setup/fetch-data.sh cities" in r["v0"]["reason"]' True
   echo "ok: a missing data file skips each version once: $(field "$work/mpi.json" 'r["v18"]["reason"]')"
 else
   echo "mpi_case.sh: unknown mode '$mode'" >&2

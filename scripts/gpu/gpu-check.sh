@@ -3,7 +3,7 @@
 # Results (JSON + markdown + logs) land in results/local/gpu-check, or, when $OUT is set, in one
 # archive $OUT/gpu-check.tar.gz (a GPU machine that returns few files).
 #
-#   scripts/gpu-check.sh [steps...] [-- knnbench args]
+#   scripts/gpu/gpu-check.sh [steps...] [-- knnbench args]
 # steps (default: tests matrix pageable):
 #   tests       ctest, all labels (GPU tests must run, not skip)
 #   gputests    ctest -L gpu only
@@ -142,7 +142,7 @@
 #               SANITIZE_VERSIONS=v7,v8 narrows the per-version part, SANITIZE_TOOLS=memcheck both)
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ -n "${OUT:-}" ]; then
   archive="$OUT/gpu-check.tar.gz"
   OUT=$(mktemp -d /tmp/gpu-check.XXXXXX)
@@ -641,7 +641,7 @@ for step in "${steps[@]}"; do
       mkdir -p "$OUT/v15floor"
       measure "$OUT/v15floor/default" -- --case 0-11 --version v1,v2,v3,v4,v5,v6,v7,v8,v9,v11,v13,v15 --max-time 2
       if python3 -c 'import matplotlib' 2>/dev/null; then
-        python3 scripts/plot.py "$OUT/v15floor/default.json" -o "$OUT/v15floor/v15-vs-floor.png" --only vs-floor \
+        python3 scripts/plots/plot.py "$OUT/v15floor/default.json" -o "$OUT/v15floor/v15-vs-floor.png" --only vs-floor \
           --highlight v15 >"$OUT/v15floor/plot.log" 2>&1 || status=1
       fi
       ;;

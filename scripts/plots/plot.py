@@ -2,8 +2,8 @@
 """Plot knnbench results: which version wins each case, by how much, and how far from the copy floor.
 
 Usage:
-  scripts/plot.py results.json [-o out.png] [--only heatmap,bars,trees] [--highlight v14] [--h2d-gbps 50]
-  scripts/plot.py --compare A.json B.json [-o out.png]
+  scripts/plots/plot.py results.json [-o out.png] [--only heatmap,bars,trees] [--highlight v14] [--h2d-gbps 50]
+  scripts/plots/plot.py --compare A.json B.json [-o out.png]
 
 Figures (each written as PNG, 1600 px wide, and as SVG):
   heatmap      cases x versions; colour = time / the case's fastest; median ms in each cell; the
@@ -61,7 +61,7 @@ def import_matplotlib():
         os.environ["KNN_PLOT_REEXEC"] = "1"
         os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(sys.argv[0])] + sys.argv[1:])  # the script run (plot_sweep.py imports this)
     print(f"plot.py: matplotlib is not installed for {sys.executable}.\n"
-          "Install it with:  sudo apt-get install python3-matplotlib  (or scripts/install-deps.sh)", file=sys.stderr)
+          "Install it with:  sudo apt-get install python3-matplotlib  (or scripts/setup/install-deps.sh)", file=sys.stderr)
     sys.exit(3)
 
 

