@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs knnbench's build dependencies on Debian/Ubuntu with apt-get.
 #   scripts/setup/install-deps.sh              install what is missing (prints the command when not root),
-#                                        python3-matplotlib included (scripts/plots/plot.py draws the plots)
+#                                              python3-matplotlib included (scripts/plots/plot.py draws the plots)
 #   scripts/setup/install-deps.sh --no-plots   everything but python3-matplotlib
-#   scripts/setup/install-deps.sh --no-peers   without faiss and nanoflann (the peer versions then skip)
+#   scripts/setup/install-deps.sh --no-peers   without faiss, nanoflann and libtorch (the peer versions then skip)
 #   scripts/setup/install-deps.sh --real-data  also dataset-fashion-mnist and npm (scripts/setup/fetch-data.sh)
 #   scripts/setup/install-deps.sh --check      only report what is missing (exit 1 if anything is)
 # CUDA itself is not installed here: install the CUDA Toolkit from NVIDIA; without nvcc the
@@ -17,8 +17,9 @@ want=(zlib1g-dev libhdf5-dev "${want[@]}")
 real_data=(dataset-fashion-mnist npm)
 # OpenMPI: knnbench under mpirun and v18 (the build without it still works; v18 then skips).
 want_mpi=(libopenmpi-dev openmpi-bin)
-# The peer versions' libraries (p-faiss-flat, p-nanoflann): optional; without them those versions skip.
-peers=(libfaiss-dev libnanoflann-dev)
+# The peer versions' libraries (p-faiss-flat, p-nanoflann, the p-torch versions; Debian 12's libtorch-dev
+# is PyTorch 1.13 for the CPU): optional; without them those versions skip.
+peers=(libfaiss-dev libnanoflann-dev libtorch-dev)
 check_only=0
 for arg in "$@"; do
   case "$arg" in
