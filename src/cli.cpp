@@ -135,6 +135,10 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--md", o.md_path, "Also write a markdown report");
   app.add_option("--csv", o.csv_path, "Also write a CSV table");
   app.add_flag_callback("--no-validate", [&o] { o.measure.validate = false; }, "Skip validation against v0");
+  app.add_flag("--strict-peers", o.measure.strict_peers,
+               "Count a peer's wrong answer (status inexact: another library's exact kNN that failed validation) "
+               "as a failure (exit 1); by default it is graded, shown with its wrong queries and recall, and "
+               "leaves the exit code alone");
   app.add_option("--validate-queries", o.measure.validate_queries,
                  "Validate only this many queries, spread evenly over all m (for cases with ~1M queries, whose full "
                  "reference takes hours); 0 = all, or the case's validate_queries when it sets one")
@@ -175,6 +179,7 @@ int cli_main(int argc, char** argv) {
       "  knnbench compare A.json B.json         compare two results files (see compare --help)\n"
       "  knnbench report A.json --md A.md       rewrite a results file as markdown or CSV\n\n"
       "Exit codes: 0 all ran and validated, 1 a validation failure or a failing version,\n"
+      "(a peer's wrong answer is graded inexact, not a failure, unless --strict-peers),\n"
       "2 a usage or configuration error, 3 an internal error, 130 interrupted (Ctrl-C),\n"
       "143 terminated (SIGTERM); results so far are saved.",
       "knnbench"};

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "output_file.hpp"
+#include "report.hpp"  // inexact_text
 #include "selection.hpp"
 #include "terminal.hpp"
 
@@ -256,13 +257,18 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
                                 fmt::format("refused: input checksums differ ({}); different inputs are not comparable", join(diff))});
       continue;
     }
-    if (ra->status != Status::pass || rb->status != Status::pass || ra->interrupted || rb->interrupted) {
+    if (!timed(ra->status) || !timed(rb->status) || ra->interrupted || rb->interrupted) {
       auto side = [](const Result* r) {
         return std::string(to_string(r->status)) + (r->interrupted ? " (interrupted)" : "") +
                (r->status != Status::pass && !r->reason.empty() ? " (" + r->reason + ")" : "");
       };
       rep.uncompared.push_back({NotCompared::status, ra->problem_case.id, ra->version, fmt::format("A {}, B {}", side(ra), side(rb))});
       continue;
+    }
+    // A peer's inexact answer is still a time: judged, and its accuracy said beside the verdict.
+    if (ra->status == Status::inexact || rb->status == Status::inexact) {
+      auto side = [](const Result* r) { return r->status == Status::inexact ? "inexact (" + inexact_text(*r) + ")" : std::string("exact"); };
+      rep.notes.push_back(fmt::format("{} case {}: A {}, B {}", ra->version, ra->problem_case.id, side(ra), side(rb)));
     }
     rep.pairs.push_back(judge_pair(*ra, *rb, opts));
   }

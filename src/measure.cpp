@@ -1,5 +1,7 @@
 #include "measure.hpp"
 
+#include "grade.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include "clocks.hpp"
 #include "core/errors.hpp"
 #include "devices.hpp"
+#include "grade.hpp"
 #include "answers_npy.hpp"
 #include "host_memory.hpp"
 #include "interrupt.hpp"
@@ -327,14 +330,8 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     }
   }
   if (opts.validate && reference) {
-    r.validated = true;
-    r.validation = validate_all(p, *reference, indices.data());
-    if (!r.validation.pass) {
-      r.status = Status::fail;
-      r.reason = fmt::format("validation{}: {} mismatches, {} invalid of {} neighbours; first: {}",
-                             r.validation.ground_truth.find(" + ") == std::string::npos ? "" : " against " + r.validation.ground_truth, r.validation.mismatches, r.validation.invalid, r.validation.checked, r.validation.first_problem);
-      return;
-    }
+    grade(r, validate_all(p, *reference, indices.data()), opts.strict_peers);
+    return;
   }
   r.status = Status::pass;
 }

@@ -36,6 +36,8 @@ struct MeasureOptions {
   // attempt with the budgets above; the least noisy attempt is kept (measure.cpp). 0: never.
   int resample = 0;
   bool validate = true;
+  // A peer whose answer fails validation is graded inexact (exit code unchanged); with this, it fails.
+  bool strict_peers = false;
   int validate_queries = 0;  // > 0: validate only this many queries, spread evenly (large m); 0: the case's own default
   std::string dump_answers;  // a folder: each result's last answer as .npy (answers_npy.hpp); empty: none
   // In an --isolate child: a call still running after max_time_s ends the process (exit 124),
@@ -66,7 +68,7 @@ struct RunOptions {
 // Every field by name; from_json requires each one (a missing field throws), so a file from
 // another build is an error, not a silent default.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
-                                   validate_queries, dump_answers, kill_after_max_time)
+                                   strict_peers, validate_queries, dump_answers, kill_after_max_time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, devices, host_memory, seed, measure, quiet, list,
                                    isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case)
 

@@ -44,6 +44,10 @@ std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& r
 std::string summary_cell(const Result& r);
 // The lines explaining the marks the table of `results` holds, then ground_truth_legend ("" when none).
 std::string summary_legend(const std::vector<Result>& results);
+// A peer's inexact answer in words: "1 of 1024 queries wrong, 1 wrong neighbours of 1024, recall@topk 0.999".
+std::string inexact_text(const Result& r);
+// "! = inexact: ..." naming every inexact result with its counts; empty when there is none.
+std::string inexact_legend(const std::vector<Result>& results);
 // What a validated result was checked against when it is not v0's answer to every query alone:
 // "v0 reference + neighbors of F.hdf5", "v0 reference (1000 of 10000 queries)"; "" otherwise
 // (v0 reference alone, or not validated).

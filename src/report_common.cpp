@@ -22,6 +22,7 @@ const char* to_string(Status s) {
   switch (s) {
     case Status::pass: return "pass";
     case Status::fail: return "fail";
+    case Status::inexact: return "inexact";
     case Status::skip: return "skip";
   }
   return "?";
@@ -61,8 +62,10 @@ std::string summary_cell(const Result& r) {
     case Status::fail: return "FAIL";
     case Status::skip: return "skip";
     case Status::pass: break;
+    case Status::inexact: break;
   }
-  return format_ms(r.stats.median) + (r.validated ? "" : "*") + (r.noise_target_missed ? "~" : "");
+  return format_ms(r.stats.median) + (r.status == Status::inexact ? "!" : "") + (r.validated ? "" : "*") +
+         (r.noise_target_missed ? "~" : "");
 }
 
 std::string ground_truth_remark(const Result& r) {
@@ -92,13 +95,28 @@ std::string ground_truth_legend(const std::vector<Result>& results) {
   return s;
 }
 
+std::string inexact_text(const Result& r) {
+  const ValidationReport& v = r.validation;
+  return fmt::format("{} of {} queries wrong, {} wrong neighbours of {}, recall@topk {:.6g}", v.wrong_queries,
+                     v.queries_checked, v.wrong_neighbors(), v.checked, v.recall());
+}
+
+std::string inexact_legend(const std::vector<Result>& results) {
+  std::string s;
+  for (const auto& r : results)
+    if (r.status == Status::inexact)
+      s += fmt::format("{}{} case {}: {}", s.empty() ? "" : "; ", r.version, r.problem_case.id, inexact_text(r));
+  if (s.empty()) return s;
+  return "! = inexact: a peer's answer failed validation (graded, not a failure; --strict-peers makes it one): " + s + ".\n";
+}
+
 std::string summary_legend(const std::vector<Result>& results) {
   bool unvalidated = false, missed = false;
   for (const auto& r : results) {
     unvalidated = unvalidated || (r.status == Status::pass && !r.validated);
-    missed = missed || (r.status == Status::pass && r.noise_target_missed);
+    missed = missed || (timed(r.status) && r.noise_target_missed);
   }
-  std::string s;
+  std::string s = inexact_legend(results);
   if (unvalidated) s += "* = not validated (--no-validate).\n";
   if (missed) s += "~ = missed its noise target: sampling stopped before the median's noise fell below the target.\n";
   return s + ground_truth_legend(results);

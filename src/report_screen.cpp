@@ -151,7 +151,8 @@ class ScreenReporter final : public Reporter {
       const std::string finer = version_phases_text(r);
       if (!finer.empty()) phases += (phases.empty() ? " " : "; ") + finer;
       std::string tail;
-      if (!r.validated) tail += " (not validated)";
+      if (r.status == Status::inexact) tail += " (" + inexact_text(r) + "; first: " + r.validation.first_problem + ")";
+      else if (!r.validated) tail += " (not validated)";
       else if (r.validation.ties_accepted) tail += fmt::format(" ({} ties accepted)", r.validation.ties_accepted);
       // A ground truth other than v0 on every query names itself and, when sampled, the count.
       if (const std::string truth = ground_truth_remark(r); !truth.empty()) tail += " (validated against " + truth + ")";
@@ -164,7 +165,8 @@ class ScreenReporter final : public Reporter {
       for (const auto& part : split_remarks(result_remarks(r)))
         if (r.note.find(part) == std::string::npos) remarks += (remarks.empty() ? "" : "; ") + part;
       if (!remarks.empty()) tail += " (" + remarks + ")";
-      line = fmt::format("Pass: {} {:>10} ms ±{}% n={}{}{}", head, format_ms(r.stats.median), format_noise_pct(r.stats.median_noise_pct),
+      const std::string word = r.status == Status::inexact ? paint("Inexact:", Colour::yellow, colour_) : std::string("Pass:");
+      line = fmt::format("{} {} {:>10} ms ±{}% n={}{}{}", word, head, format_ms(r.stats.median), format_noise_pct(r.stats.median_noise_pct),
                          r.stats.samples, phases.empty() ? "" : " [" + phases.substr(1) + "]", tail);
     }
     print_wrapped(line);
@@ -178,8 +180,9 @@ class ScreenReporter final : public Reporter {
     }
     if (ticker_.joinable()) ticker_.join();
     if (tty_ && !quiet_) fmt::print("\r\033[K");
-    int pass = 0, fail = 0, skip = 0;
-    for (const auto& r : all) (r.status == Status::pass ? pass : r.status == Status::fail ? fail : skip)++;
+    int pass = 0, fail = 0, skip = 0, inexact = 0;
+    for (const auto& r : all)
+      (r.status == Status::pass ? pass : r.status == Status::fail ? fail : r.status == Status::inexact ? inexact : skip)++;
     if (!quiet_) fmt::print("{}", skip_summary(all));
     fmt::print("\nMedian wall time per call (ms); rows are versions, columns are cases:\n");
     auto table = summary_table(all);
@@ -190,7 +193,7 @@ class ScreenReporter final : public Reporter {
     fmt::print("{}", text);
     if (!fastest.empty()) fmt::print("< = the fastest version of the case.\n");
     fmt::print("{}", wrap_lines(summary_legend(all), kScreenWidth));
-    fmt::print("\n{} passed, {} failed, {} skipped\n", pass, fail, skip);
+    fmt::print("\n{} passed, {}{} failed, {} skipped\n", pass, inexact ? fmt::format("{} inexact (peers), ", inexact) : "", fail, skip);
     std::fflush(stdout);
   }
 

@@ -81,12 +81,14 @@ class MarkdownReporter final : public Reporter {
       const auto& c = r.problem_case;
       std::vector<std::string> row{std::to_string(c.id), std::to_string(c.dim), std::to_string(c.m), std::to_string(c.n),
                                    std::to_string(c.topk), r.version, to_string(r.status),
-                                   r.status == Status::pass ? format_ms(r.stats.median) : "",
-                                   r.status == Status::pass ? format_noise_pct(r.stats.median_noise_pct) : "",
+                                   timed(r.status) ? format_ms(r.stats.median) : "",
+                                   timed(r.status) ? format_noise_pct(r.stats.median_noise_pct) : "",
                                    std::to_string(r.stats.samples)};
       for (const auto& p : kMarkdownPhaseColumns) row.push_back(opt_ms(phase_median(r, p)));
       row.push_back(version_phases_text(r));
-      std::string tail = r.reason.empty() ? r.path : r.reason;
+      std::string tail = r.status == Status::inexact ? inexact_text(r) + "; first: " + r.validation.first_problem
+                         : r.reason.empty()                ? r.path
+                                                           : r.reason;
       for (const auto& extra : {r.note, result_remarks(r)})
         if (!extra.empty()) tail += (tail.empty() ? "" : "; ") + extra;
       row.push_back(tail);
@@ -129,26 +131,28 @@ class CsvReporter final : public Reporter {
     std::string s = "case,k,m,n,topk,distribution,version,family,status,samples,median_ms,min_ms,max_ms,mean_ms,stdev_ms,noise_pct";
     for (const auto& p : kPhaseColumns) s += "," + p + "_ms";
     s += ",other_phases,validation,mismatches,ties_accepted,path,reason,note";
-    s += ",median_noise_pct,calls_per_sample,noise_target_missed,interrupted,sm_clock_mhz_before,sm_clock_mhz_after,throttle_before,throttle_after,ground_truth\n";
+    s += ",median_noise_pct,calls_per_sample,noise_target_missed,interrupted,sm_clock_mhz_before,sm_clock_mhz_after,throttle_before,throttle_after,ground_truth,wrong_queries,wrong_neighbors,recall\n";
     for (const auto& r : all) {
       const auto& c = r.problem_case;
       const auto& st = r.stats;
       // A result that did not pass has no time: empty cells, never 0.
-      auto t = [&r](double v) { return r.status == Status::pass && std::isfinite(v) ? fmt::format("{}", v) : std::string(); };
+      auto t = [&r](double v) { return timed(r.status) && std::isfinite(v) ? fmt::format("{}", v) : std::string(); };
       s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), r.version,
                        r.family, to_string(r.status), st.samples, t(st.median), t(st.min), t(st.max), t(st.mean), t(st.stdev), t(st.noise_pct));
       for (const auto& p : kPhaseColumns) {
         const double v = phase_median(r, p);
         s += v < 0 ? "," : fmt::format(",{}", v);
       }
-      const char* val = r.status == Status::skip ? "" : !r.validated ? "off" : r.validation.pass ? "pass" : "fail";
+      const char* val = r.status == Status::skip ? "" : !r.validated ? "off" : r.validation.pass ? "pass" : "fail";  // inexact: fail
       s += fmt::format(",{},{},{},{},{},{},{}", csv_field(version_phases_text(r)), val, r.validation.mismatches, r.validation.ties_accepted, csv_field(r.path),
                        csv_field(r.reason), csv_field(r.note));
       const ResultClocks& k = r.clocks;
       auto mhz = [&k](double v) { return k.recorded() ? fmt::format("{}", v) : std::string(); };
-      s += fmt::format(",{},{},{},{},{},{},{},{},{}\n", t(st.median_noise_pct), r.calls_per_sample, r.noise_target_missed, r.interrupted,
+      s += fmt::format(",{},{},{},{},{},{},{},{},{}", t(st.median_noise_pct), r.calls_per_sample, r.noise_target_missed, r.interrupted,
                        mhz(k.sm_clock_mhz_before), mhz(k.sm_clock_mhz_after), csv_field(k.throttle_before), csv_field(k.throttle_after),
                        csv_field(r.validated ? r.validation.ground_truth : ""));
+      const ValidationReport& v = r.validation;
+      s += r.validated ? fmt::format(",{},{},{}\n", v.wrong_queries, v.wrong_neighbors(), v.recall()) : ",,,\n";
     }
     write_file_atomically(path_, s);
   }

@@ -13,8 +13,13 @@
 
 namespace knn {
 
-enum class Status { pass, fail, skip };
+// inexact: a peer (another library) whose answer failed validation. It is a measurement (timed,
+// with its wrong queries and recall in the validation), not a failure of knnbench: it does not
+// change the exit code unless --strict-peers. knnbench's own versions fail on any wrong answer.
+enum class Status { pass, fail, skip, inexact };
 const char* to_string(Status s);
+// A result with a time: pass, or a peer's inexact answer.
+inline bool timed(Status s) { return s == Status::pass || s == Status::inexact; }
 
 // The SM clock and throttle reasons of the device a result ran on, read before its first and
 // after its last sample, as nvbench records them (measure.cpp reads them as clocks.hpp's
@@ -32,7 +37,7 @@ struct Result {
   std::string query_checksum, reference_checksum;
   std::string version, title, family;
   Status status = Status::skip;
-  std::string reason;  // skip or failure reason
+  std::string reason;  // skip or failure reason; for inexact, what was wrong
   std::string path;    // internal path the version reported, if any
   std::string note;    // harness remark about the measurement (e.g. a single cold sample)
   std::vector<int> devices_used;

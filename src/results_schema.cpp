@@ -32,6 +32,9 @@ json validation_json(const Result& r) {
           {"mismatches", v.mismatches},
           {"ties_accepted", v.ties_accepted},
           {"invalid", v.invalid},
+          {"wrong_queries", v.wrong_queries},
+          {"wrong_neighbors", v.wrong_neighbors()},
+          {"recall", v.recall()},
           {"max_rel_error", v.max_rel_error},
           {"tolerance", {{"rtol", kDistanceRtol}, {"atol", kDistanceAtol}}},
           {"ground_truth", v.ground_truth},
@@ -43,7 +46,7 @@ json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : jso
 // A result that did not pass has no time: its statistics are null, never 0.
 json stats_json(const Result& r) {
   const Stats& s = r.stats;
-  const bool timed = r.status == Status::pass && s.samples > 0;
+  const bool timed = knn::timed(r.status) && s.samples > 0;
   auto ms = [timed](double v) { return timed ? json(v) : json(nullptr); };
   return {{"samples", s.samples},
           {"median_ms", ms(s.median)},

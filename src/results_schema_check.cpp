@@ -47,7 +47,12 @@ void check_results_agree(const std::string& file, const std::vector<Result>& res
   std::map<std::pair<int, std::string>, std::size_t> seen;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    if (r.status == Status::pass) check_times(file, i, r);
+    if (timed(r.status)) check_times(file, i, r);
+    // inexact is a peer's answer that failed validation: it says so, and only a peer has it.
+    if (r.status == Status::inexact && (!r.validated || r.validation.pass))
+      bad(file, i, "status", "\"inexact\", but its validation did not fail (inexact is a peer's answer that failed validation)");
+    if (r.status == Status::inexact && r.family != "peer")
+      bad(file, i, "status", fmt::format("\"inexact\" for family \"{}\": only a peer is graded inexact, knnbench's own versions fail", r.family));
     const auto [it, fresh] = seen.emplace(std::pair{r.problem_case.id, r.version}, i);
     if (!fresh)
       bad(file, i, "version", fmt::format("case {} with {} again (already results[{}]): a results file holds each (case, version) once",

@@ -178,6 +178,12 @@ void read_validation(const Fields& f, const json& v, const std::string& w, Resul
   out.mismatches = f.opt_int(v, "mismatches", w, 0);
   out.ties_accepted = f.opt_int(v, "ties_accepted", w, 0);
   out.invalid = f.opt_int(v, "invalid", w, 0);
+  out.wrong_queries = f.opt_int(v, "wrong_queries", w, 0);
+  // Written since peers are graded; before, a failed answer's true neighbours were not counted.
+  const long long wrong = f.opt_int(v, "wrong_neighbors", w, out.pass ? 0 : out.mismatches + out.invalid);
+  if (wrong < 0 || wrong > out.checked)
+    f.fail(w + ".wrong_neighbors", fmt::format("{}, expected 0 to checked ({})", wrong, out.checked));
+  out.found = out.checked - wrong;
   out.max_rel_error = f.opt_number(v, "max_rel_error", w, 0);
   out.first_problem = f.opt_string(v, "first_problem", w);
   // Written since published ground truth is read; older files were validated against v0 alone.
@@ -207,13 +213,14 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   if (status == "pass") r.status = Status::pass;
   else if (status == "fail") r.status = Status::fail;
   else if (status == "skip") r.status = Status::skip;
-  else f.fail(w + ".status", fmt::format("\"{}\", expected pass, fail or skip", status));
+  else if (status == "inexact") r.status = Status::inexact;
+  else f.fail(w + ".status", fmt::format("\"{}\", expected pass, fail, skip or inexact", status));
   r.title = f.opt_string(j, "title", w);
   r.family = f.opt_string(j, "family", w);
   r.reason = f.opt_string(j, "reason", w);
   r.path = f.opt_string(j, "path", w);
   r.note = f.opt_string(j, "note", w);
-  if (r.status == Status::pass)
+  if (timed(r.status))
     r.stats = read_stats(f, f.need(j, "stats", w), w + ".stats", true);
   else if (const json* st = f.maybe(j, "stats", w))
     r.stats = read_stats(f, *st, w + ".stats", false);

@@ -99,18 +99,35 @@ ValidationReport validate_neighbors(const Problem& p, const std::int32_t* ref, c
   return validate_neighbors(p, all, got);
 }
 
+namespace {
+// The slots of one answer row that hold a true neighbour: in range, not repeated, not the query
+// itself in a self-join, and no farther than the reference's topk-th neighbour (within tolerance).
+template <class Distance>
+long long found_in_row(const Problem& p, int q, const std::int32_t* rq, const std::int32_t* gq, Distance& distance) {
+  double threshold = 0;
+  for (int j = 0; j < p.topk; ++j) threshold = std::max(threshold, distance(q, rq[j]));
+  long long n = 0;
+  for (int j = 0; j < p.topk; ++j) {
+    if (gq[j] < 0 || gq[j] >= p.n || (p.self_join && gq[j] == q) || std::find(gq, gq + j, gq[j]) != gq + j) continue;
+    const double d = distance(q, gq[j]);
+    if (d <= threshold || close(d, threshold)) ++n;
+  }
+  return n;
+}
+}  // namespace
+
 ValidationReport validate_neighbors(const Problem& p, const Reference& reference, const std::int32_t* got) {
   ValidationReport r;
   r.checked = (long long)reference.rows.size() * p.topk;
   r.queries_checked = (long long)reference.rows.size();
-  long long mismatches = 0, ties = 0, invalid = 0;
+  long long mismatches = 0, ties = 0, invalid = 0, wrong_queries = 0, found = 0;
   double max_rel = 0;
   std::string first;
   auto note = [&first](const std::string& s) {
 #pragma omp critical(knn_validate_note)
     if (first.empty()) first = s;
   };
-#pragma omp parallel reduction(+ : mismatches, ties, invalid) reduction(max : max_rel)
+#pragma omp parallel reduction(+ : mismatches, ties, invalid, wrong_queries, found) reduction(max : max_rel)
   {
     std::vector<double> want(p.topk), have(p.topk);
     // Sharded references: the points are fetched (queries too in a self-join), else read in place.
@@ -128,6 +145,7 @@ ValidationReport validate_neighbors(const Problem& p, const Reference& reference
       const int q = reference.rows[i];
       const std::int32_t* rq = reference.indices.data() + std::size_t(i) * p.topk;
       const std::int32_t* gq = got + std::size_t(q) * p.topk;
+      const long long before = mismatches + invalid;
       bool row_valid = true;
       for (int j = 0; j < p.topk; ++j) {
         if (gq[j] < 0 || gq[j] >= p.n) {
@@ -136,10 +154,16 @@ ValidationReport validate_neighbors(const Problem& p, const Reference& reference
           note(fmt::format("query {} slot {}: index {} out of range [0, {})", q, j, gq[j], p.n));
         }
       }
-      if (!row_valid) continue;
+      if (!row_valid) {
+        ++wrong_queries;
+        found += found_in_row(p, q, rq, gq, distance);
+        continue;
+      }
       if (p.self_join && std::find(gq, gq + p.topk, std::int32_t(q)) != gq + p.topk) {
         ++invalid;
         note(fmt::format("query {}: answers itself (slot {}) in a self-join", q, std::find(gq, gq + p.topk, std::int32_t(q)) - gq));
+        ++wrong_queries;
+        found += found_in_row(p, q, rq, gq, distance);
         continue;
       }
       std::copy(gq, gq + p.topk, sorted.begin());
@@ -147,6 +171,8 @@ ValidationReport validate_neighbors(const Problem& p, const Reference& reference
       if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
         ++invalid;
         note(fmt::format("query {}: duplicate index {} in its top-{}", q, *std::adjacent_find(sorted.begin(), sorted.end()), p.topk));
+        ++wrong_queries;
+        found += found_in_row(p, q, rq, gq, distance);
         continue;
       }
       for (int j = 0; j < p.topk; ++j) {
@@ -174,11 +200,19 @@ ValidationReport validate_neighbors(const Problem& p, const Reference& reference
           ++ties;
         }
       }
+      if (mismatches + invalid != before) {
+        ++wrong_queries;
+        found += found_in_row(p, q, rq, gq, distance);
+      } else {
+        found += p.topk;
+      }
     }
   }
   r.mismatches = mismatches;
   r.ties_accepted = ties;
   r.invalid = invalid;
+  r.wrong_queries = wrong_queries;
+  r.found = found;
   r.max_rel_error = max_rel;
   r.first_problem = first;
   r.pass = mismatches == 0 && invalid == 0;

@@ -22,6 +22,13 @@ struct ValidationReport {
   long long mismatches = 0;     // slots whose true distance differs from the reference's
   long long ties_accepted = 0;  // slots with another index at an equal true distance
   long long invalid = 0;        // out-of-range or duplicate indices, or unsorted rows
+  long long wrong_queries = 0;  // queries with at least one mismatched or invalid slot
+  // Slots whose neighbour is among the true topk: a valid, unique index (not the query itself in a
+  // self-join) whose true distance is at most the reference's topk-th (within tolerance, so ties
+  // count). recall() = found / checked: recall@topk against the reference.
+  long long found = 0;
+  long long wrong_neighbors() const { return checked - found; }
+  double recall() const { return checked > 0 ? double(found) / double(checked) : 1.0; }
   double max_rel_error = 0;     // over slots, |d_version − d_reference| / d_reference (true distances)
   std::string first_problem;    // a readable description of the first failure
   // What the answer was checked against: "v0 reference", and "v0 reference + neighbors of FILE"

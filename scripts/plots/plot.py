@@ -39,6 +39,7 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 WIDTH_IN, DPI = 16.0, 100  # 1600 px
 FLOAT_BYTES = 4
 FAMILY_ORDER = ["cpu", "gpu", "multi-gpu", "tree", "peer"]
+INEXACT_COLOUR = "#d9c3ef"  # a peer's answer that failed validation: timed, but not exact
 FIGURES = ["heatmap", "bars", "trees", "vs-floor", "compare"]
 VERDICT_COLOUR = {"SLOWER": "#d62728", "FASTER": "#2ca02c", "SAME": "0.55", "too few samples": "#ff7f0e", "????": "black"}
 plt = None
@@ -121,6 +122,10 @@ class Result:
         self.samples = [x for x in (r.get("samples_ms") or []) if num(x) is not None]
         med = num(st.get("median_ms"))
         self.median = med if self.status == "pass" and med is not None and med > 0 else None
+        # A peer's answer that failed validation (graded, not failed): its time is drawn apart, in
+        # its own colour, never as the fastest or in the bars.
+        self.inexact_ms = med if self.status == "inexact" and med is not None and med > 0 else None
+        self.recall = num((r.get("validation") or {}).get("recall"))
         noise = num(st.get("median_noise_pct"))
         if noise is None and self.median is not None and "median_noise_pct" not in st:
             ci = median_interval(self.samples)  # files from before the robust noise: as the C++ reader does
@@ -348,12 +353,19 @@ def fig_heatmap(doc, bw, bw_note):
     norm = LogNorm(1, vmax)
     im = ax.imshow(np.ma.masked_invalid(ratio), cmap=cmap, norm=norm, aspect="auto")
     skips = {}
+    inexact = False
     for i, cid in enumerate(cases):
         best = doc.best(cid)
         for j, v in enumerate(versions):
             r = doc.by.get((cid, v))
             if r is None:
                 ax.text(j, i, "not run", ha="center", va="center", fontsize=7, color="0.6")
+            elif r.status == "inexact":
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=INEXACT_COLOUR, edgecolor="0.75", linewidth=0))
+                recall = f"recall {r.recall:.4g}" if r.recall is not None else "recall ?"
+                ax.text(j, i - 0.13, fmt_ms(r.inexact_ms) if r.inexact_ms else "inexact", ha="center", va="center", fontsize=10, color="#3d1466")
+                ax.text(j, i + 0.22, f"inexact, {recall}", ha="center", va="center", fontsize=6.5, color="#3d1466")
+                inexact = True
             elif r.median is None:
                 fc = "#f4c7c3" if r.status == "fail" else "0.9"
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor=fc, hatch="///", edgecolor="0.75", linewidth=0))
@@ -399,6 +411,8 @@ def fig_heatmap(doc, bw, bw_note):
         return ", ".join(parts)
     import textwrap
     notes = [textwrap.fill(f"skip: {where(vs)}: {reason}", 190, subsequent_indent="    ") for reason, vs in skips.items()]
+    if inexact:  # said first: a wrong answer matters more than a skip
+        notes.insert(0, "lilac: inexact, a peer's answer that failed validation (its time, and recall@topk against the reference)")
     fig.suptitle(doc.title(), fontsize=10)
     if notes:
         ax.set_xlabel("\n".join(notes[:6]) + ("\n…" if len(notes) > 6 else ""), fontsize=8.5, loc="left", labelpad=14)
