@@ -1,26 +1,21 @@
 #!/usr/bin/env bash
-# On a GPU machine with one GPU: v18 under mpirun, in one go.
-#   1. build (Release, sm_90) unless KNN_BIN_DIR names a folder holding knnbench and knnbench-testbin
-#   2. the mpirun tests (ctest -L mpi: the CPU engine, 2 and 4 ranks, a failing rank)
-#   3. the GPU path under mpirun: 2 ranks sharing the GPU, v18 beside v15 on small plain, self-join
-#      and topk-32 cases, every query validated                           -> gpu-path-{1,2,3}.{json,md}
-#   4. the CPU engine on 1, 2, 4 and 8 ranks, 16/ranks cores each, no GPU visible,
-#      case (k 16, m 512, n 2^20) top-8                                   -> cpu-ranks{1,2,4,8}.{json,md}
-#   4b. the same case with 2 cores per rank (1, 2, 4, 8 ranks: 2 to 16 cores) -> cpu2-ranks{1,2,4,8}.*
-#   5. 1 and 2 ranks on the one GPU (v15's engine; 8 cores each): (16, 16384, 2^25) top-8 and case
-#      9's shape at 2^26 references                                       -> gpu-ranks{1,2}.{json,md}
-# Results land in $OUT (or results/local/mpi-check; ARCHIVE=1: one archive $OUT/mpi-check.tar.gz).
-# STEPS="tests gpupath cpu cpu2 gpu" narrows it.
+# On a GPU machine: knnbench under mpirun (v18), in one go. Also the mpirun part of
+# `scripts/gpu/gpu-check.sh scaling`.
+# It runs the binaries of $BUILD_DIR (default build-gpu), built by `scripts/gpu/gpu-check.sh build` when absent.
+# steps:
+#   tests    the mpirun tests (ctest -L mpi: the CPU engine, 2 and 4 ranks, a failing rank)
+#   gpupath  the GPU path under mpirun: 2 ranks sharing the GPU, v18 beside v15 on small plain, self-join
+#            and topk-32 cases, every query validated                       -> gpu-path-{1,2,3}.{json,md}
+#   cpu      the CPU engine on 1, 2, 4 and 8 ranks, cores/ranks cores each, no GPU visible,
+#            case (k 16, m 512, n 2^20) top-8                               -> cpu-ranks{1,2,4,8}.{json,md}
+#   cpu2     the same case with 2 cores per rank (1, 2, 4, 8 ranks: 2 to 16 cores) -> cpu2-ranks{1,2,4,8}.*
+#   gpu      1 and 2 ranks on the one GPU (v15's engine; cores/ranks cores each): (16, 16384, 2^25) top-8
+#            and case 9's shape at 2^26 references                          -> gpu-ranks{1,2}-*.{json,md}
+# Results land in $OUT (default results/local/mpi-check). STEPS="tests gpupath cpu cpu2 gpu" narrows it.
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
-export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64"  # binaries built elsewhere
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-results/local/mpi-check}
-if [ -n "${ARCHIVE:-}" ]; then  # a GPU machine that returns few files: one archive, $OUT/mpi-check.tar.gz
-  archive="$OUT/mpi-check.tar.gz"
-  OUT=$(mktemp -d /tmp/mpi-check.XXXXXX)
-  trap 'tar -C "$OUT" -czf "$archive" .' EXIT
-fi
 mkdir -p "$OUT"
 STEPS=${STEPS:-tests gpupath cpu cpu2 gpu}
 log() { echo "== mpi-check $(date -u +%H:%M:%S): $*" | tee -a "$OUT/mpi-check.log"; }
@@ -33,37 +28,19 @@ export OMP_PROC_BIND=false OMP_WAIT_POLICY=passive
 mpi=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 
-BUILD_DIR=${BUILD_DIR:-/tmp/b}
-if [ -n "${KNN_BIN_DIR:-}" ] && "$KNN_BIN_DIR/knnbench" -V >/dev/null 2>&1; then
-  bin=$KNN_BIN_DIR
-  log "using the binaries in $bin"
-else
-  log "build in $BUILD_DIR"
-  { cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 &&
-    cmake --build "$BUILD_DIR" -j"$cores" --target knnbench knnbench-testbin; } >"$OUT/build.log" 2>&1 ||
-    { tail -30 "$OUT/build.log"; log "build failed"; exit 2; }
-  bin=$BUILD_DIR
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+if ! "$BUILD_DIR/knnbench" -V >/dev/null 2>&1; then
+  log "no knnbench in $BUILD_DIR: scripts/gpu/gpu-check.sh build"
+  OUT="$OUT" BUILD_DIR="$BUILD_DIR" scripts/gpu/gpu-check.sh build || exit 2
 fi
+bin=$BUILD_DIR
 "$bin/knnbench" -V | tee -a "$OUT/mpi-check.log"
 
 status=0
 if has tests; then
   log "ctest -L mpi"
-  if [ -f "$bin/CTestTestfile.cmake" ]; then
-    ctest --test-dir "$bin" -L mpi --output-on-failure -j4 >"$OUT/ctest-mpi.log" 2>&1 || status=1
-    tail -12 "$OUT/ctest-mpi.log" | tee -a "$OUT/mpi-check.log"
-  else  # binaries only: the same cases as cmake/mpi.cmake registers, through the same script
-    for np in 2 4; do
-      for shape in "--m 37 --n 301 --k 3 --topk 8 --distribution clusters" \
-                   "--m 250 --n 250 --k 4 --topk 32 --self-join --distribution duplicates" \
-                   "--m 20 --n 999 --k 16 --topk 32 --distribution uniform"; do
-        CUDA_VISIBLE_DEVICES= bash tests/mpi/mpi_case.sh mpirun $np "$bin/knnbench-testbin" pass $shape >>"$OUT/ctest-mpi.log" 2>&1 || status=1
-      done
-    done
-    CUDA_VISIBLE_DEVICES= bash tests/mpi/mpi_case.sh mpirun 4 "$bin/knnbench-testbin" failing_rank --m 30 --n 200 --k 3 --topk 4 >>"$OUT/ctest-mpi.log" 2>&1 || status=1
-    grep -cE "^ok:" "$OUT/ctest-mpi.log" | sed 's/^/mpi tests passed: /' | tee -a "$OUT/mpi-check.log"
-    grep -E "^FAIL" "$OUT/ctest-mpi.log" | tee -a "$OUT/mpi-check.log"
-  fi
+  ctest --test-dir "$bin" -L mpi --output-on-failure -j4 >"$OUT/ctest-mpi.log" 2>&1 || status=1
+  tail -12 "$OUT/ctest-mpi.log" | tee -a "$OUT/mpi-check.log"
 fi
 
 fast=(--warmup 1 --min-samples 3 --max-samples 5 --min-time 0 --max-noise 0 --max-time 20)
