@@ -44,7 +44,7 @@ check_figure() {
 }
 
 # The default matrix: heat map, a bar chart per family, the trees, and vs-floor for v14.
-plot "$res/default.json" -o "$tmp/d.png" --highlight v14 >"$tmp/d.log" || bad "plot.py default.json exited $?"
+plot "$res/default.json.gz" -o "$tmp/d.png" --highlight v14 >"$tmp/d.log" || bad "plot.py default.json.gz exited $?"
 check_figure "$tmp/d" heatmap "11: k=16 m=1024 n=1Mi" "v14" "fastest" "skip: v12 (cases 4, 7, 9, 11)" "all cases: topk=1, uniform"
 for family in cpu gpu multi-gpu tree; do
   check_figure "$tmp/d" "bars-$family" "copy floor" "GB/s (median of" "8: k=3 m=1 n=16Mi"
@@ -52,13 +52,13 @@ done
 check_figure "$tmp/d" trees "build" "query" "fastest brute force"
 check_figure "$tmp/d" vs-floor "v14 fastest on" "fastest other" "× floor"
 # Each bar's value is its median: case 11's v6 median, as the JSON holds it, is on the gpu chart.
-v6=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==11 and r["version"]=="v6"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/default.json")
+v6=$("$python" -c 'import gzip,json,sys; r=[r for r in json.load(gzip.open(sys.argv[1]))["results"] if r["case"]["id"]==11 and r["version"]=="v6"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/default.json.gz")
 grep -qF ">$v6<" "$tmp/d-bars-gpu.svg" || bad "bars-gpu does not label case 11's v6 bar with its median $v6"
 
 # A gzipped results file (results/**/*.json.gz) plots as it is; a cut one is refused by name.
-plot "$res/v15/floor/default.json.gz" -o "$tmp/z.png" --only vs-floor --highlight v15 >/dev/null || bad "plot.py default.json.gz exited $?"
+plot "$res/default.json.gz" -o "$tmp/z.png" --only vs-floor --highlight v15 >/dev/null || bad "plot.py default.json.gz exited $?"
 check_figure "$tmp/z" vs-floor "v15 fastest on" "fastest other" "11: k=16 m=1024 n=1Mi"
-head -c 4096 "$res/v15/floor/default.json.gz" >"$tmp/cut.json.gz"
+head -c 4096 "$res/default.json.gz" >"$tmp/cut.json.gz"
 rc=0; plot "$tmp/cut.json.gz" -o "$tmp/cut.png" >/dev/null 2>"$tmp/cut.err" || rc=$?
 [[ $rc == 2 ]] && grep -qF "cut.json.gz" "$tmp/cut.err" || bad "a cut .json.gz: exit $rc, $(cat "$tmp/cut.err")"
 
@@ -69,14 +69,14 @@ check_figure "$tmp/t" trees "103: k=3 m=1Mi n=1Mi topk=8 clusters" "ms a call"
 [[ ! -e $tmp/t-bars-tree.png ]] || bad "--only heatmap,trees also wrote bars-tree"
 
 # -o naming: a stem that already ends in -<figure> is used as it is.
-plot "$res/default.json" -o "$tmp/v14-vs-floor.png" --only vs-floor --highlight v14 >/dev/null || bad "vs-floor alone exited $?"
+plot "$res/default.json.gz" -o "$tmp/v14-vs-floor.png" --only vs-floor --highlight v14 >/dev/null || bad "vs-floor alone exited $?"
 [[ -s $tmp/v14-vs-floor.png && -s $tmp/v14-vs-floor.svg ]] || bad "-o v14-vs-floor.png --only vs-floor did not write v14-vs-floor.png/.svg"
 
 # --compare: the figure, and the verdicts of knnbench compare on committed pairs, one by one.
-plot --compare "$res/integrity/trees-1.json" "$res/integrity/trees-2.json" -o "$tmp/c.png" >/dev/null || bad "plot.py --compare exited $?"
+plot --compare "$res/integrity/trees-1.json.gz" "$res/integrity/trees-2.json.gz" -o "$tmp/c.png" >/dev/null || bad "plot.py --compare exited $?"
 check_figure "$tmp/c" compare "FASTER" "SAME" "B's noise" "geometric mean of B/A" "101: k=3 m=1Mi n=1Mi topk=8 uniform"
 kinds=""
-for pair in "integrity/trees-1 integrity/trees-2" "integrity/default-1 integrity/default-2" "integrity/slowed-0 integrity/slowed-25" "variance/trees-before-1 variance/trees-before-2"; do
+for pair in "integrity/trees-1 integrity/trees-2" "integrity/slowed-0 integrity/slowed-25" "integrity/slowed-25 integrity/slowed-0" "variance/trees-before-1 variance/trees-before-2"; do
   set -- $pair
   a=$res/$1.json b=$res/$2.json
   for f in a b; do  # some committed files are gzip-compressed (results/README.md)
@@ -117,9 +117,9 @@ v12=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))[
 ! grep -qF ">$v12<" "$tmp/m-heatmap.svg" || bad "the heat map still shows the failed v12's median $v12"
 
 # A family where nothing passed (a GPU build on a machine without one) gets no bar chart, and says so.
-"$python" - "$res/default.json" "$tmp/nogpu.json" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1]))
+"$python" - "$res/default.json.gz" "$tmp/nogpu.json" <<'PY'
+import gzip, json, sys
+doc = json.load(gzip.open(sys.argv[1]))
 for r in doc["results"]:
     if r["family"] in ("gpu", "multi-gpu"):
         r["status"], r["reason"], r["stats"]["median_ms"] = "skip", "no CUDA device", None
@@ -155,29 +155,30 @@ expect_usage_error() {
   [[ $code -eq 2 ]] && grep -qF -- "$want" "$tmp/err.txt" || bad "plot.py $*: exit $code, stderr: $(cat "$tmp/err.txt"), expected 2 and '$want'"
 }
 expect_usage_error "bad.json" "$tmp/bad.json" -o "$tmp/bad.png"
-expect_usage_error "--highlight v99" "$res/default.json" -o "$tmp/x.png" --highlight v99
-expect_usage_error "needs --highlight" "$res/default.json" -o "$tmp/x.png" --only vs-floor
-expect_usage_error "--only nonsense" "$res/default.json" -o "$tmp/x.png" --only nonsense
+expect_usage_error "--highlight v99" "$res/default.json.gz" -o "$tmp/x.png" --highlight v99
+expect_usage_error "needs --highlight" "$res/default.json.gz" -o "$tmp/x.png" --only vs-floor
+expect_usage_error "--only nonsense" "$res/default.json.gz" -o "$tmp/x.png" --only nonsense
 
 # scripts/plots/plot_sweep.py (it reads results through plot.py's loader): one line per version of the
-# committed v17 sweep files, the later file's result winning for a version that both hold.
-v17=$res/v17
-"$python" "$src/scripts/plots/plot_sweep.py" "$v17/sweep.json" "$v17/v17-sweep-v0.json" "$v17/sweep-v15-v16.json" -o "$tmp/sweep.svg" >/dev/null ||
+# committed seed runs (cases of several m), the later file's result winning for a version that both
+# hold (v14).
+"$python" "$src/scripts/plots/plot_sweep.py" "$res/seeds/seeds-large.json.gz" "$res/seeds/seeds-v15-v17.json.gz" -o "$tmp/sweep.svg" >/dev/null ||
   bad "plot_sweep.py exited $?"
-for label in v0 v14 v15 v16 v17 "m (queries)" "k=8 n=1000 topk=5 integers"; do
+for label in v10 v11 v14 v15 v17 "m (queries)"; do
   grep -qF -- ">$label<" "$tmp/sweep.svg" || bad "plot_sweep.py: the SVG lacks '$label'"
 done
+grep -qF -- "k=8 n=1000 topk=5 integers" "$tmp/sweep.svg" || bad "plot_sweep.py: the title lacks case 300's shape"
 
 # scripts/plots/plot_waves.py: one line per (k, test) of the committed wave study, and exit 2 on a file
 # without a wave trace (v16's results from before the trace).
-waves=$res/v16/waves-all
-"$python" "$src/scripts/plots/plot_waves.py" "$waves/waves-box.json" "$waves/waves-median.json" -o "$tmp/waves.svg" >/dev/null ||
+waves=$src/results/experiments/v16-waves
+"$python" "$src/scripts/plots/plot_waves.py" "$waves/waves-box.json.gz" "$waves/waves-median.json.gz" -o "$tmp/waves.svg" >/dev/null ||
   bad "plot_waves.py exited $?"
 for label in "d = 5, box test: 42 waves, 7.43 leaves/query" "d = 20, median test: 4096 waves, 4096.00 leaves/query" "active queries"; do
   grep -qF -- ">$label<" "$tmp/waves.svg" || bad "plot_waves.py: the SVG lacks '$label'"
 done
 set +e
-"$python" "$src/scripts/plots/plot_waves.py" "$res/v16/trees-100.json" -o "$tmp/none.svg" >/dev/null 2>&1
+"$python" "$src/scripts/plots/plot_waves.py" "$res/trees.json" -o "$tmp/none.svg" >/dev/null 2>&1
 code=$?
 set -e
 [[ $code -eq 2 ]] || bad "plot_waves.py on results without a wave trace exited $code, not 2"
@@ -186,4 +187,4 @@ if [[ $failures -ne 0 ]]; then
   echo "$failures check(s) failed"
   exit 1
 fi
-echo "PASS: every figure kind written at 1600 px with its labels; verdicts agree with knnbench compare on 3 committed pairs"
+echo "PASS: every figure kind written at 1600 px with its labels; verdicts agree with knnbench compare on 4 committed pairs"

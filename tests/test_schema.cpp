@@ -123,7 +123,7 @@ TEST(ResultsSchema, BadFieldsNameTheFileTheResultAndTheField) {
   const std::vector<Breakage> cases{
       {"f.json: results[0].stats.median_ms: expected a number, found string", [](json& d) { d["results"][0]["stats"]["median_ms"] = "1.0"; }},
       {"f.json: results[0].stats: missing", [](json& d) { d["results"][0].erase("stats"); }},
-      {"f.json: results[1].status: \"maybe\", expected pass, fail or skip", [](json& d) { d["results"][1]["status"] = "maybe"; }},
+      {"f.json: results[1].status: \"maybe\", expected pass, fail, skip or inexact", [](json& d) { d["results"][1]["status"] = "maybe"; }},
       {"f.json: results[2].case.distribution: \"gauss\", expected uniform, clusters, duplicates or integers",
        [](json& d) { d["results"][2]["case"]["distribution"] = "gauss"; }},
       {"f.json: results[2].case.checksums.queries: missing", [](json& d) { d["results"][2]["case"]["checksums"].erase("queries"); }},
