@@ -33,6 +33,9 @@
 #                                                    -> integrity/slowed-{0,N}.*, compare-slowed.txt
 #   scaling    v8/v9 on 1, 2 and all GPUs -> devices{1,2,N}.*; then mpirun: scripts/gpu/mpi-check.sh
 #              (MPI_STEPS narrows its steps)                                           -> mpi/*
+#   (real, peers-gpu: REAL_TRUTH=live runs the real cases whose ground-truth files are absent, validated
+#    against v0 computed live on a sample of queries (the case's validate_queries) instead of skipping them:
+#    for a machine that receives the data files but not the larger answer files)
 #   peers-gpu  v14-v17 beside the GPU peers p-torch and p-torch-direct: cases 8-11 (default.json), 200 and
 #              405 (seeds.json), 500, 501, 510, 512 (real.json, those with data files)
 #                                    -> peers-gpu-{default,seeds,real}.{json,md}, their plots (-*.png)
@@ -99,15 +102,17 @@ registered() {
   (IFS=,; echo "${out[*]}")
 }
 # with_data CONFIG IDS: those of the case ids IDS whose data files exist; the others are named (and logged).
+# Under REAL_TRUTH=live an absent ground-truth file does not count (see real_config).
 with_data() {
-  python3 - "$1" "$2" "$OUT/gpu-check.log" <<'EOF' || echo "$2"  # no python3: knnbench skips them itself, saying why
+  python3 - "$1" "$2" "$OUT/gpu-check.log" "${REAL_TRUTH:-}" <<'EOF' || echo "$2"  # no python3: knnbench skips them itself, saying why
 import json, os, sys
-path, ids, log = sys.argv[1], [int(i) for i in sys.argv[2].split(",")], sys.argv[3]
+path, ids, log, live = sys.argv[1], [int(i) for i in sys.argv[2].split(",")], sys.argv[3], sys.argv[4] == "live"
 cases = {c["id"]: c for c in json.load(open(path))["cases"]}
 kept = []
 for i in ids:
+    fields = ("queries_file", "references_file") + (() if live else ("ground_truth_file",))
     files = [os.path.normpath(os.path.join(os.path.dirname(path), cases[i][f]))
-             for f in ("queries_file", "references_file", "ground_truth_file") if f in cases[i]]
+             for f in fields if f in cases[i]]
     absent = [f for f in files if not os.path.exists(f)]
     if absent:
         msg = f"== gpu-check: case {i} of {path} skipped: {', '.join(absent)} absent (fetch: {cases[i].get('fetch', '?')})"
@@ -116,6 +121,22 @@ for i in ids:
     else:
         kept.append(str(i))
 print(",".join(kept))
+EOF
+}
+
+# real_config: configs/real.json, or under REAL_TRUTH=live a copy beside it (for its relative paths)
+# without the ground-truth files that are absent: those cases validate against v0 live, on their sample.
+real_config() {
+  [ "${REAL_TRUTH:-}" = live ] || { echo configs/real.json; return; }
+  python3 - configs/real.json configs/.real-live.json <<'EOF' && echo configs/.real-live.json || echo configs/real.json
+import json, os, sys
+m = json.load(open(sys.argv[1]))
+for c in m["cases"]:
+    f = c.get("ground_truth_file")
+    if f and not os.path.exists(os.path.join(os.path.dirname(sys.argv[1]), f)):
+        del c["ground_truth_file"]
+        print(f"== gpu-check: case {c['id']}: {f} absent: validated against v0 live (REAL_TRUTH=live)", file=sys.stderr)
+json.dump(m, open(sys.argv[2], "w"))
 EOF
 }
 
@@ -195,11 +216,12 @@ for step in "${steps[@]}"; do
         --version "${SEEDS_LARGE_VERSIONS:-$not_v0}"
       ;;
     real)
-      cases=$(with_data configs/real.json 500,501)
-      [ -n "$cases" ] && { log "real: Fashion-MNIST, cases $cases"; run "$OUT/real-fmnist" -- "$bin" --config configs/real.json --case "$cases" --version v14,v15; }
-      cases=$(with_data configs/real.json 510,511,512,519)
+      real=$(real_config)
+      cases=$(with_data "$real" 500,501)
+      [ -n "$cases" ] && { log "real: Fashion-MNIST, cases $cases"; run "$OUT/real-fmnist" -- "$bin" --config "$real" --case "$cases" --version v14,v15; }
+      cases=$(with_data "$real" 510,511,512,519)
       log "real: cities, cases $cases"
-      run "$OUT/real-cities" -- "$bin" --config configs/real.json --case "$cases" --version v10-v17
+      run "$OUT/real-cities" -- "$bin" --config "$real" --case "$cases" --version v10-v17
       ;;
     integrity)
       # compare exits non-zero when any row is SLOWER: the step fails then.
@@ -242,7 +264,7 @@ for step in "${steps[@]}"; do
       versions=$(registered v14,v15,v16,v17,p-torch,p-torch-direct)
       [ -n "$versions" ] || { log "peers-gpu: none of its versions is registered: NOT run"; status=1; continue; }
       log "peers-gpu: $versions"
-      for set in default:configs/default.json:8,9,10,11 seeds:configs/seeds.json:200,405 real:configs/real.json:500,501,510,512; do
+      for set in default:configs/default.json:8,9,10,11 seeds:configs/seeds.json:200,405 "real:$(real_config):500,501,510,512"; do
         IFS=: read -r name config ids <<<"$set"
         cases=$(with_data "$config" "$ids")
         [ -n "$cases" ] || continue
