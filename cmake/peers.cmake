@@ -1,4 +1,4 @@
-# The peer versions (kernels/p_*.cpp): other libraries' exact kNN, measured and validated by the
+# The peer versions (kernels/peers/p_*.cpp): other libraries' exact kNN, measured and validated by the
 # harness beside knnbench's own versions. Both libraries are optional: when one is not found, its
 # versions are still built and registered, and skip with the reason "built without ..." and the
 # install command. Included once at the end of CMakeLists.txt (the targets it adjusts exist by then).
@@ -38,15 +38,15 @@ if(KNN_WITH_NANOFLANN)
   if(KNN_NANOFLANN_INCLUDE)
     set(KNN_HAVE_NANOFLANN 1)
     if(NOT KNN_NANOFLANN_INCLUDE IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)  # -I/usr/include breaks #include_next
-      set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/kernels/p_nanoflann.cpp APPEND PROPERTY INCLUDE_DIRECTORIES ${KNN_NANOFLANN_INCLUDE})
+      set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/kernels/peers/p_nanoflann.cpp APPEND PROPERTY INCLUDE_DIRECTORIES ${KNN_NANOFLANN_INCLUDE})
     endif()
   endif()
 endif()
 
 # Only the peer files see these definitions: nothing else recompiles when they change.
-set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/kernels/p_faiss_flat.cpp ${CMAKE_CURRENT_SOURCE_DIR}/kernels/p_faiss_gpu.cpp
+set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/kernels/peers/p_faiss_flat.cpp ${CMAKE_CURRENT_SOURCE_DIR}/kernels/peers/p_faiss_gpu.cpp
              APPEND PROPERTY COMPILE_DEFINITIONS KNN_HAVE_FAISS=${KNN_HAVE_FAISS} KNN_HAVE_FAISS_GPU=${KNN_HAVE_FAISS_GPU})
-set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/kernels/p_nanoflann.cpp
+set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/kernels/peers/p_nanoflann.cpp
              APPEND PROPERTY COMPILE_DEFINITIONS KNN_HAVE_NANOFLANN=${KNN_HAVE_NANOFLANN})
 if(TARGET knn_tests)
   # The tests know which peers are built, to expect an answer or the "built without" reason.

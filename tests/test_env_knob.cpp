@@ -1,4 +1,4 @@
-// knn::env::int_knob (kernels/common/env_knob.hpp), the integer knobs of v16 and v17: unset or empty
+// knn::env::int_knob (kernels/device/env_knob.hpp), the integer knobs of v16 and v17: unset or empty
 // gives nullopt, a whole integer in range its value, anything else an error naming the owner, the
 // variable, the value, the range and the caller's note.
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/common/env_knob.hpp"
+#include "kernels/device/env_knob.hpp"
 #include "test_support.hpp"
 
 namespace {

@@ -8,8 +8,8 @@
 
 #include "core/registry.hpp"
 #include "data.hpp"
-#include "kernels/common/kdtree.hpp"
-#include "kernels/common/octree.hpp"
+#include "kernels/trees/kdtree/kdtree.hpp"
+#include "kernels/trees/octree/octree.hpp"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "core/topk.hpp"
-#include "kernels/common/kdtree.hpp"
-#include "kernels/common/octree.hpp"
+#include "kernels/trees/kdtree/kdtree.hpp"
+#include "kernels/trees/octree/octree.hpp"
 #include "core/registry.hpp"
 #include "data.hpp"
 

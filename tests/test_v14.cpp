@@ -2,7 +2,7 @@
 // problem: top-k sizes around the warp width, self-joins, n not a multiple of 32, m not a multiple
 // of 256, identical points, integer data full of ties, k compiled in and k at run time, each with 1
 // and 2 queries per thread (forced through KNN_V14_QUERIES_PER_THREAD). GPU tests (Gpu*) skip with
-// a message where no CUDA device exists; the heap itself (kernels/common/shared_topk.cuh compiles
+// a message where no CUDA device exists; the heap itself (kernels/device/shared_topk.cuh compiles
 // for the host too), the override's errors and supports() run on the CPU.
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@
 #include "data.hpp"
 #include "devices.hpp"
 #include "test_support.hpp"
-#include "kernels/common/shared_topk.cuh"
+#include "kernels/device/shared_topk.cuh"
 
 using namespace knn;
 

@@ -3,7 +3,7 @@
 // k compiled in and at run time, m = 1, 7 and 1024 (one thread's rows split across blocks, or
 // many query groups), n = 1, 100 and 65537 (chunks, padding rows), self-joins, and integer data
 // full of exact ties. GPU tests (GpuV15*) skip with a message where no CUDA device exists; the
-// chunk and split planning (kernels/common/scan_plan.hpp) and supports() run on the CPU.
+// chunk and split planning (kernels/bruteforce/detail/scan/scan_plan.hpp) and supports() run on the CPU.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -24,11 +24,11 @@
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
-#include "kernels/common/exact_int8.hpp"
-#include "kernels/common/scan_plan.hpp"
-#include "kernels/common/scan_seed.hpp"
-#include "kernels/common/seed_collect.hpp"
-#include "kernels/common/tc_filter.hpp"
+#include "kernels/bruteforce/detail/filters/tc_filter.hpp"
+#include "kernels/bruteforce/detail/int8/exact_int8.hpp"
+#include "kernels/bruteforce/detail/scan/scan_plan.hpp"
+#include "kernels/bruteforce/detail/seed/scan_seed.hpp"
+#include "kernels/bruteforce/detail/seed/seed_collect.hpp"
 #include "test_support.hpp"
 
 using namespace knn;
@@ -149,7 +149,7 @@ V15Case int8_case(std::string mode, int dim, int m, int n, int topk, bool self_j
   return c;
 }
 
-// The exact int8 path (kernels/common/exact_int8.hpp), forced on at shapes the automatic rule
+// The exact int8 path (kernels/bruteforce/detail/int8/exact_int8.hpp), forced on at shapes the automatic rule
 // leaves to the scan (k = 1, m = 1, n = 1) and taken by the rule at Fashion-MNIST's k = 784:
 // bytes in [0, 255], few values full of ties, negative and large whole values, every topk class of
 // the selection, self-joins.
@@ -183,8 +183,8 @@ V15Case tc_case(std::string mode, bool expect, int dim, int m, int n, bool self_
   return c;
 }
 
-// The tensor-core filter (kernels/common/tc_filter.hpp), topk 1: every slice count (k 1..32),
-// partial query tiles and blocks (m = 1, 7, 16, 17, 63, 65), rows not a multiple of the 8-row step
+// The tensor-core filter (kernels/bruteforce/detail/filters/tc_filter.hpp), topk 1: every slice count (k
+// 1..32), partial query tiles and blocks (m = 1, 7, 16, 17, 63, 65), rows not a multiple of the 8-row step
 // and shorter than one, one row, ties everywhere (integers, duplicates: the smaller index must
 // win as in v0), clusters, values far from 0 (the centre removes the offset) and a spread that
 // makes the band wide (most rows candidates), self-joins, and the automatic rule on both sides.
@@ -224,8 +224,8 @@ V15Case f32_case(std::string mode, bool expect, int dim, int m, int n, bool self
   return c;
 }
 
-// The fp32 filter (kernels/common/fp32_filter.cuh), topk 1: every k it compiles (1..7), both
-// query counts per thread, query slots past m (m = 1, 7, 8, 9, 33, 129), rows not a multiple of
+// The fp32 filter (kernels/bruteforce/detail/filters/fp32_filter.cuh), topk 1: every k it compiles (1..7),
+// both query counts per thread, query slots past m (m = 1, 7, 8, 9, 33, 129), rows not a multiple of
 // the 4-row group and fewer than one, ties everywhere (integers, duplicates), clusters, values far
 // from 0, a spread that widens the band, self-joins, and the automatic rule on both sides.
 std::vector<V15Case> f32_cases() {
@@ -350,7 +350,7 @@ std::vector<V15Case> topk_filter_cases() {
   return out;
 }
 
-// The seed (kernels/common/scan_seed.hpp) forced on, so that it runs at small shapes: every
+// The seed (kernels/bruteforce/detail/seed/scan_seed.hpp) forced on, so that it runs at small shapes: every
 // dimension it takes (1..9), both register lists (topk 2, 8, 9, 32), self-joins and not, fewer rows
 // than a window and than topk (bounds from every row, or none), one query, ties everywhere (the
 // bound itself is a tie: integers, duplicates), clusters, values far from 0; and where it must not
@@ -397,7 +397,7 @@ std::vector<V15Case> seed_cases() {
   return out;
 }
 
-// The seed's candidate buffers (kernels/common/seed_collect.hpp; the cases above take them at
+// The seed's candidate buffers (kernels/bruteforce/detail/seed/seed_collect.hpp; the cases above take them at
 // k <= 5): 1, 2 and 4 queries per thread with queries left over in the last block; several splits
 // (few queries, many rows); buffers that fill and are cut back (whole numbers in [0, 3)^2 or
 // [0, 2)^3: hundreds of rows tie with the bound at distance 0 or 1); the seeded register lists
@@ -1234,7 +1234,8 @@ TEST(V15TcPlan, ExamineValuesReportsTheRangeOfFiniteData) {
 
 }  // namespace
 
-// The seed's rule (kernels/common/scan_seed.hpp), with the reason printed when it is not taken.
+// The seed's rule (kernels/bruteforce/detail/seed/scan_seed.hpp), with the reason printed when it is not
+// taken.
 TEST(V15SeedPlan, TakenOnlyWhereItApplies) {
   using env::Mode;
   const auto plan = [](int m, int n, int dim, int topk, int chunks, Mode mode) {

@@ -22,7 +22,7 @@
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
-#include "kernels/common/kd_leaves.hpp"
+#include "kernels/trees/gpu_kdtree/kd_leaves.hpp"
 #include "test_support.hpp"
 
 using namespace knn;

@@ -26,11 +26,11 @@
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
-#include "kernels/common/shared_topk.cuh"
-#include "kernels/common/str_pack.hpp"
+#include "kernels/device/shared_topk.cuh"
+#include "kernels/trees/rtree/str_pack.hpp"
 #include "test_support.hpp"
 #if KNN_HAVE_CUDA
-#include "kernels/common/str_pack_gpu.hpp"
+#include "kernels/trees/rtree/str_pack_gpu.hpp"
 #endif
 
 using namespace knn;

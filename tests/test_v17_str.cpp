@@ -1,4 +1,4 @@
-// The STR packing of v17's R-trees (kernels/common/str_pack.hpp), host reference builder: every
+// The STR packing of v17's R-trees (kernels/trees/rtree/str_pack.hpp), host reference builder: every
 // point in exactly one leaf, every box the tight union of its children, fan-out respected, each
 // level's nodes the children of exactly one parent, over odd sizes, dimensions, fan-outs and data
 // full of ties; the slab order itself on small shapes; the plan's arithmetic and its errors.
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "data.hpp"
-#include "kernels/common/str_pack.hpp"
+#include "kernels/trees/rtree/str_pack.hpp"
 
 using namespace knn;
 

@@ -1,4 +1,4 @@
-// Tuning micro-benchmark for v3-v6's scan (kernels/common/argmin.cuh): one-block-per-query argmin
+// Tuning micro-benchmark for v3-v6's scan (kernels/argmin/argmin.cuh): one-block-per-query argmin
 // kernels in several shapes (block size, references per step, AoS / SoA / SoA float4), each built from
 // argmin.cuh's own scans and block tree, timed alone with events on case 10/11 shapes and two m=1
 // shapes; every variant is checked against the first.
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/common/argmin.cuh"
+#include "kernels/argmin/argmin.cuh"
 
 #define CK(x)                                                                          \
   do {                                                                                 \
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(T, MINB)
   g::block_store_answer<T>(best, blockIdx.x, idx, dist);
 }
 
-// v4's kernel as kernels/v4_soa.cu builds it from argmin.cuh's pieces; MINB as its launch bound's
+// v4's kernel as kernels/argmin/v4_soa.cu builds it from argmin.cuh's pieces; MINB as its launch bound's
 // minimum blocks per SM (v4 uses query_block_min_blocks; 0 names none, as before that was added).
 template <int T, int MINB>
 __global__ void __launch_bounds__(T, MINB)

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/registry.hpp"
-#include "kernels/common/sharded_search.hpp"
+#include "kernels/sharded/sharded_search.hpp"
 
 namespace {
 

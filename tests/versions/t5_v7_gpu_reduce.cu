@@ -5,9 +5,9 @@
 //   knnbench-testbin --version v7,t5 --json v7-second-level.json
 #include <string>
 
-#include "kernels/common/argmin.cuh"
-#include "kernels/common/gpu_frame.hpp"
-#include "kernels/common/multiblock.hpp"
+#include "kernels/argmin/argmin.cuh"
+#include "kernels/argmin/gpu_frame.hpp"
+#include "kernels/argmin/multiblock.hpp"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/common/argmin.cuh"
-#include "kernels/common/gpu_frame.hpp"
+#include "kernels/argmin/argmin.cuh"
+#include "kernels/argmin/gpu_frame.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Test-only version, linked into knnbench-testbin and never into knnbench: v4 slowed on purpose by
 // more of the same work, for checking that a comparison calls a known slowdown SLOWER. It is v4
-// (kernels/common/fused_soa.cuh) that uploads the first KNN_SLOWDOWN_PCT percent of the references a
+// (kernels/argmin/fused_soa.cuh) that uploads the first KNN_SLOWDOWN_PCT percent of the references a
 // second time (the same bytes to the same place) and, after v4's scan, scans them a second time and
 // merges the result, which never changes the answer (the same references, the same arithmetic, a
 // subset of each thread's share). KNN_SLOWDOWN_PCT is a whole number from 0 to 100, default 0: then
@@ -16,8 +16,8 @@
 #include <string>
 
 #include "core/registry.hpp"
-#include "kernels/common/fused_soa.cuh"
-#include "kernels/common/gpu_frame.hpp"
+#include "kernels/argmin/fused_soa.cuh"
+#include "kernels/argmin/gpu_frame.hpp"
 
 namespace {
 

@@ -1,0 +1,155 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "kernels/bruteforce/detail/scan/scan_plan.hpp"
+#include "kernels/bruteforce/detail/seed/seed_collect.hpp"
+#include "kernels/bruteforce/detail/filters/tc_filter.hpp"
+
+namespace knn::gpu {
+
+double tc_score_error_bound(int dim, double half_span, bool split) {
+  const int slices = (dim + kTcSliceDims - 1) / kTcSliceDims;
+  const double w = double(dim) * half_span * half_span;
+  const double products = split ? 7.3 * std::ldexp(1.0, -22) : 1.01 * std::ldexp(1.0, -9);
+  const int terms = (split ? 3 : 1) * kTcSliceDims * slices + 1;
+  const double rel = products + 3.02 * terms * std::ldexp(1.0, -20) + (dim + 3) * std::ldexp(1.0, -23);
+  // Tensor cores may flush subnormal products: an absolute term covers them.
+  return 1.01 * rel * w + std::ldexp(1.0, -100);
+}
+
+double fp32_score_error_bound(int dim, double half_span) {
+  const double w = double(dim) * half_span * half_span;
+  return 1.02 * (4.0 * dim + 6.0) * std::ldexp(1.0, -24) * w + std::ldexp(1.0, -100);
+}
+
+bool tc_split(int dim) {
+  switch (knn::env::mode_knob("KNN_V15_TC_SPLIT")) {
+    case knn::env::Mode::on: return dim <= kTcSliceDims;
+    case knn::env::Mode::off: return false;
+    default: return dim < kTcSliceDims;
+  }
+}
+
+namespace {
+
+// The float at or above x.
+float round_up(double x) {
+  float f = float(x);
+  if (double(f) < x) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+// The checks both filters share (the knob not off, topk within the filter's limit, k within the kernel's limit, every value finite, scores far
+// from overflow) and the centre c and half span H of the values: an empty string when they pass,
+// otherwise the reason. H is widened by 2^-20 before use, so rounding c to float never leaves a
+// value outside [c - H, c + H].
+std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob, int max_dim, int max_topk,
+                         double& center, double& half) {
+  const ValueTraits& v = p.values;
+  if (mode == knn::env::Mode::off) return fmt::format("{}=off", knob);
+  if (p.topk > max_topk)
+    return max_topk == 1 ? fmt::format("topk {}: the filter keeps one neighbour", p.topk)
+                         : fmt::format("topk {} > {}: the filter's lists hold at most {}", p.topk, max_topk, max_topk);
+  if (p.dim > max_dim) return fmt::format("k = {} > {}", p.dim, max_dim);
+  if (!v.known) return "values not examined";
+  if (!v.finite) return "not every value is finite";
+  center = double(float(0.5 * (double(v.lowest) + double(v.highest))));
+  half = std::max(double(v.highest) - center, center - double(v.lowest)) * (1.0 + std::ldexp(1.0, -20));
+  // The scores themselves must stay far from float's overflow.
+  if (!(double(p.dim) * half * half * 4.0 < 1e36))
+    return fmt::format("values {:g} .. {:g}: scores could overflow", v.lowest, v.highest);
+  return {};
+}
+
+}  // namespace
+
+TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk, bool ramp) {
+  TcPlan plan;
+  double center = 0, half = 0;
+  plan.why = filter_range(p, mode, "KNN_V15_TC", kTcMaxDim, kFilterMaxTopk, center, half);
+  if (!plan.why.empty()) return plan;
+  if (cc_major < 8) {
+    plan.why = fmt::format("compute capability {}.x has no TF32 tensor cores", cc_major);
+    return plan;
+  }
+  plan.center = float(center);
+  plan.split = tc_split(p.dim);
+  plan.half_span = round_up(half);
+  plan.band = round_up(tc_score_error_bound(p.dim, half, plan.split));
+  plan.slices = (p.dim + kTcSliceDims - 1) / kTcSliceDims;
+  const bool lists = p.topk > 1;
+  const int min_dim = lists ? kTcListMinDim : kTcMinDim, min_queries = lists ? kTcListMinQueries : kTcMinQueries;
+  const int min_rows = lists ? kTcListMinRows : kTcMinRows;
+  if (mode == TcMode::automatic && (p.dim < min_dim || p.m < min_queries || p.n < min_rows)) {
+    plan.why = fmt::format("k = {}, m = {}, n = {}: the filter pays {}from k ≥ {}, m ≥ {} and n ≥ {}", p.dim, p.m, p.n,
+                           lists ? "for topk > 1 " : "", min_dim, min_queries, min_rows);
+    return plan;
+  }
+  plan.query_groups = (p.m + kTcBlockQueries - 1) / kTcBlockQueries;
+  plan.chunk_rows = plan_chunks(p.n, std::size_t(p.dim) * sizeof(float), single_chunk, ramp);
+  const long long chunk_stages = ((long long)largest_chunk(plan.chunk_rows) + kTcStageRows - 1) / kTcStageRows;
+  long long splits = (resident_blocks + plan.query_groups - 1) / plan.query_groups;
+  splits = std::min(splits, std::max(1LL, chunk_stages / kTcMinStagesPerBlock));
+  plan.splits = int(std::max(1LL, splits));
+  plan.chosen = true;
+  return plan;
+}
+
+Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
+  Fp32Plan plan;
+  double center = 0, half = 0;
+  plan.why = filter_range(p, mode, "KNN_V15_FP32_FILTER", kFp32MaxDim, 1, center, half);
+  if (!plan.why.empty()) return plan;
+  plan.center = float(center);
+  plan.half_span = round_up(half);
+  plan.band = round_up(fp32_score_error_bound(p.dim, half));
+  if (mode == Fp32Mode::automatic && (p.dim < kFp32MinDim || p.m < kFp32MinQueries || p.n < kFp32MinRows)) {
+    plan.why = fmt::format("k = {}, m = {}, n = {}: the filter pays from k ≥ {}, m ≥ {} and n ≥ {}", p.dim, p.m, p.n,
+                           kFp32MinDim, kFp32MinQueries, kFp32MinRows);
+    return plan;
+  }
+  plan.queries_per_thread = knn::env::int_knob("KNN_V15_FP32_QUERIES", 4, 8, "v15", " (4 or 8)").value_or(kFp32Queries);
+  if (plan.queries_per_thread != 4 && plan.queries_per_thread != 8)
+    throw std::invalid_argument(fmt::format("v15: KNN_V15_FP32_QUERIES = '{}': must be 4 or 8", plan.queries_per_thread));
+  const knn::env::Mode stage = knn::env::mode_knob("KNN_V15_FP32_STAGE");
+  const long long slots = (p.m + plan.queries_per_thread - 1) / plan.queries_per_thread;
+  plan.stage = stage == knn::env::Mode::on || (stage == knn::env::Mode::automatic && slots >= kFp32StageMinSlots);
+  plan.chosen = true;
+  return plan;
+}
+
+Fp32Plan plan_collect_scores(const Problem& p) {
+  Fp32Plan plan;
+  double center = 0, half = 0;
+  plan.why = filter_range(p, knn::env::mode_knob("KNN_V15_COLLECT_SCORES"), "KNN_V15_COLLECT_SCORES", kCollectMaxDim,
+                          kSeedMaxTopk, center, half);
+  if (!plan.why.empty()) return plan;
+  plan.center = float(center);
+  plan.half_span = round_up(half);
+  plan.band = round_up(fp32_score_error_bound(p.dim, half));
+  plan.chosen = true;
+  return plan;
+}
+
+void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major) {
+  const Fp32Plan scores = plan_collect_scores(p);
+  c.scores = scores.chosen, c.center = scores.center, c.band = scores.band;
+  const knn::env::Mode tc = collect_tc_mode_from_environment();
+  if (!scores.chosen || tc == knn::env::Mode::off || cc_major < 8) return;
+  if (tc == knn::env::Mode::automatic && !collect_tc_auto(p.m, p.dim, p.topk)) return;
+  // TF32 without the split by default: the split's three products took case 405 482 ms against 239.
+  const bool split = knn::env::mode_knob("KNN_V15_TC_SPLIT") == knn::env::Mode::on;
+  const float band = round_up(tc_score_error_bound(p.dim, scores.half_span, split));
+  if (tc == knn::env::Mode::automatic) {
+    CollectPlan t = c;
+    if (plan_collect_tensor(t, p.m, p.n, p.topk, sm_count, split)) c.tc_band = band, c.tensor_split = split;
+  } else if (plan_collect_tensor(c, p.m, p.n, p.topk, sm_count, split)) {
+    c.band = band;
+  }
+}
+
+}  // namespace knn::gpu

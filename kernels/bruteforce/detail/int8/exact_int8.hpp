@@ -1,0 +1,55 @@
+#pragma once
+// v15's exact integer path. When every value is a whole number and all of them lie in a span of at
+// most 256 (Problem::values, found by the harness before the timed call), shifting them by one
+// constant puts every coordinate in [-128, 127] without changing a single distance, and then
+// ‖q − r‖² = ‖q‖² + ‖r‖² − 2 q·r holds exactly in integers: the dot products come from an int8
+// GEMM on the tensor cores with int32 accumulation (cuBLAS), each |q·r| ≤ k · 2^14, so nothing
+// rounds for k ≤ 32768. The GEMM identity that loses precision in float (the peers' recipe) is
+// exact here. A block per query then selects the topk smallest (distance, index) keys of its row
+// (kernels/bruteforce/detail/int8/block_select.cuh). The plan and its rules are host code, tested on the CPU.
+#include <cstddef>
+#include <string>
+
+#include "core/problem.hpp"
+#include "core/registry.hpp"
+#include "kernels/device/env_knob.hpp"
+
+namespace knn::gpu {
+
+// KNN_V15_INT8: "auto" (the default: the path where it is exact and the shape pays), "off" (never:
+// the fused float scan, for comparisons), "on" (wherever it is exact, whatever the shape).
+using Int8Mode = knn::env::Mode;
+// Throws std::invalid_argument naming the variable and the value when it is none of the three.
+inline Int8Mode int8_mode_from_environment() { return knn::env::mode_knob("KNN_V15_INT8"); }
+
+// Below these the fused scan is as fast or faster (configs/int8-shapes.json on an H100, 1024
+// queries against 2^20 whole-number points, top-10: k = 8 scan 10.3 ms, int8 10.5; k = 16 scan
+// 16.2, int8 11.1; k = 64 with 8 queries scan 6.7, int8 7.3, with 32 queries 7.6 and 7.5): short
+// rows waste the GEMM's 16-column tiles, and a few queries make it a matrix-vector product.
+inline constexpr int kInt8MinDim = 16;
+inline constexpr int kInt8MinQueries = 32;
+// The largest dimension whose int32 sums cannot overflow: 32768 · 255² < 2^31.
+inline constexpr int kInt8MaxDim = 32768;
+// Whole values beyond this magnitude are not all exact in float, and the shift could round.
+inline constexpr float kInt8MaxMagnitude = 16777216.f;  // 2^24
+// Dot products kept per round: queries are taken in chunks whose int32 rows fit in this many bytes.
+inline constexpr std::size_t kInt8DotBytes = std::size_t(1) << 30;
+
+struct Int8Plan {
+  bool exact = false;   // the scheme is exact for these values
+  bool chosen = false;  // and this call takes it
+  std::string why;      // when not chosen: the reason, for the path line
+  float shift = 0.f;    // value − shift lies in [-128, 127]
+  int padded_dim = 0;   // k rounded up to 16 (zero columns change no dot product)
+  int padded_n = 0;     // n rounded up to 4 (the GEMM's leading dimension)
+  int query_chunk = 0;  // queries per GEMM + selection round
+};
+
+Int8Plan plan_int8(const Problem& p, Int8Mode mode);
+// Device memory one call on this path needs (inputs as float and int8, norms, one round of dot
+// products, answers, and a margin for cuBLAS's workspace).
+std::size_t int8_device_bytes(const Problem& p, const Int8Plan& plan);
+// Answers the problem on the current device along the plan (plan.chosen must be true).
+void int8_search(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx);
+
+}  // namespace knn::gpu

@@ -1,0 +1,399 @@
+// v15: brute-force top-k at the copy floor (kernels/bruteforce/README.md: its paths and rules). The distance
+// and the selection are one kernel (detail/scan/fused_scan.cuh): a thread holds 1, 2 or 4 queries in
+// registers and scans its share of the references 4 rows at a time, keeping each query's best topk in
+// registers (topk <= 32) or in a max-heap in global scratch (topk 33..2048); no distance matrix is ever
+// stored. The references are copied in chunks on one stream while a second stream searches the chunks already
+// on the device, so the search hides under the copy when it is shorter. Few queries: each chunk's rows are
+// split across enough blocks to fill the device (occupancy × SM count), and the partial lists are merged, by
+// atomicMin on packed (distance, index) keys for topk = 1 and by a per-query segmented sort otherwise
+// (detail/scan/topk_merge.cu). Distances are Σ(q − r)² in fp32 with fused multiply-adds: exact on integer
+// data, within an ulp or two of v0's roundings otherwise. Any k (1, 2, 3, 4, 5, 8, 16 compiled in; the others
+// at run time), any m and n, self-joins. Whole-number data in a span of 256 values with k ≥ 16 and m ≥ 32
+// take the exact int8 tensor-core path instead (detail/int8/exact_int8.hpp; KNN_V15_INT8=off|on|auto). The
+// nearest neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18, and topk 2..32 with
+// 3 ≤ k ≤ 32, m ≥ 1024 and n ≥ 2^18, are found by the tensor-core filter (detail/filters/tc_filter.hpp;
+// KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound pick the rows whose exact distance is
+// computed; the answers are the scan's. For topk 1 below 8 dimensions (k >= 2, m >= 32, n >= 2^20) the same
+// filter runs on CUDA cores with fp32 scores in the scan's own layout (detail/filters/fp32_filter.cuh;
+// KNN_V15_FP32_FILTER=off|on|auto). Many queries in one chunk (self-joins) with topk 2..32 are seeded
+// (detail/seed/scan_seed.hpp; KNN_V15_SEED=off|on|auto), and at k <= 5 collect the rows below the seed's
+// bounds in buffers (detail/seed/seed_collect.hpp) instead.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/cuda/runtime.hpp"
+#include "core/problem.hpp"
+#include "core/registry.hpp"
+#include "kernels/device/env_knob.hpp"
+#include "kernels/bruteforce/detail/int8/exact_int8.hpp"
+#include "kernels/bruteforce/detail/filters/fp32_filter.cuh"
+#include "kernels/bruteforce/detail/scan/fused_scan.cuh"
+#include "kernels/bruteforce/engine.hpp"
+#include "kernels/bruteforce/detail/scan/scan_plan.hpp"
+#include "kernels/bruteforce/detail/seed/scan_seed_device.hpp"
+#include "kernels/bruteforce/detail/seed/seed_collect_device.hpp"
+#include "kernels/bruteforce/detail/filters/tc_filter.cuh"
+#include "kernels/bruteforce/detail/filters/tc_filter.hpp"
+#include "kernels/bruteforce/detail/scan/topk_merge.hpp"
+
+namespace {
+
+namespace cuda = knn::cuda;
+namespace gpu = knn::gpu;
+using gpu::scan::List, gpu::scan::list_for, gpu::scan::list_name, gpu::scan::compiled_dim;
+
+constexpr int kMaxTopk = knn::gpu::kFusedTopkMax;
+constexpr int kMaxBlocksPerSm = 16;  // resident 128-thread blocks per SM assumed by device_bytes: an upper bound
+
+using Kernel = void (*)(gpu::scan::Args);
+
+// The tensor-core filter's kernel for k dimensions (nullptr above its limit).
+Kernel pick_filter(int dim) {
+  switch ((dim + gpu::kTcSliceDims - 1) / gpu::kTcSliceDims) {  // split TF32 below 8 dimensions (gpu::tc_split)
+    case 1: return gpu::tc_split(dim) ? gpu::tc::filter_kernel<1, true> : gpu::tc::filter_kernel<1, false>;
+    case 2: return gpu::tc::filter_kernel<2, false>;
+    case 3: return gpu::tc::filter_kernel<3, false>;
+    case 4: return gpu::tc::filter_kernel<4, false>;
+    default: return nullptr;
+  }
+}
+
+std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
+// KNN_V15_RAMP=0: equal chunks instead of growing first ones (scan_plan.hpp; the tensor-core filter's always).
+bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
+// KNN_V15_TAPER=0: the last chunk whole instead of halved for few queries (scan_plan.hpp).
+bool chunk_taper() { return knn::env::int_knob("KNN_V15_TAPER", 0, 1, "v15").value_or(1) != 0; }
+// KNN_V15_MERGE_RUNS=0: each query's partial entries sorted at once, no reduction passes (topk_merge.hpp).
+bool merge_runs() { return knn::env::int_knob("KNN_V15_MERGE_RUNS", 0, 1, "v15").value_or(1) != 0; }
+// KNN_V15_MIN_GROUPS: the fewest row groups a thread scans in its split, whatever the list (scan_plan.hpp; unset:
+// kMinGroupsNearest for the scan's topk 1, heap_min_groups for its heaps, kMinGroupsPerThread otherwise).
+std::optional<int> min_groups() { return knn::env::int_knob("KNN_V15_MIN_GROUPS", 1, 1 << 20, "v15"); }
+
+// The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
+// topk > 1 with one split (each block owns its queries), KNN_V15_SHARED_LISTS not 0, and the
+// kernel's static shared memory plus the lists within the device's limit per block (99 KB on
+// some 8.x devices); otherwise 0 and the lists stay in global memory.
+std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, int device) {
+  if (!tc.chosen || topk < 2 || tc.splits != 1 || knn::env::int_knob("KNN_V15_SHARED_LISTS", 0, 1, "v15").value_or(1) == 0)
+    return 0;
+  const std::size_t bytes = std::size_t(gpu::kTcBlockQueries) * topk * sizeof(unsigned long long);
+  cudaFuncAttributes attributes{};
+  KNN_CUDA_TRY(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
+  int limit = 0;
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  return attributes.sharedSizeBytes + bytes <= std::size_t(limit) ? bytes : 0;
+}
+
+// The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread (its lists
+// are the keys in global memory: no partial lists, so no budget for them). `single`: one chunk.
+gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int sms, int filter_queries, bool single) {
+  const List l = list_for(p.topk);
+  const std::optional<int> knob = min_groups();
+  if (filter_queries > 0)
+    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp(), chunk_taper(),
+                          knob.value_or(gpu::kMinGroupsPerThread));
+  const auto plan = [&](int groups) {
+    return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
+                          p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper(), groups);
+  };
+  const gpu::ScanPlan base = plan(knob.value_or(l == List::one ? gpu::kMinGroupsNearest : gpu::kMinGroupsPerThread));
+  const int groups = l == List::heap && !knob ? gpu::heap_min_groups(base, p.m, p.topk, sms, gpu::kMinGroupsPerThread) : 0;
+  return groups > gpu::kMinGroupsPerThread ? plan(groups) : base;
+}
+
+// The candidate buffers before the filters and a chunked copy
+// (kernels/bruteforce/detail/seed/seed_collect.hpp), with fp32 scores only (exact distances for every pair
+// took case 405 1340 ms), and never where a filter is asked for (KNN_V15_TC=on, KNN_V15_FP32_FILTER=on).
+bool buffers_first(const knn::Problem& p) {
+  const knn::env::Mode on = knn::env::Mode::on;
+  return gpu::tc_mode_from_environment() != on && gpu::fp32_mode_from_environment() != on && gpu::plan_collect_scores(p).chosen &&
+         gpu::collect_first(p.m, p.n, p.dim, p.topk, gpu::collect_mode_from_environment(), gpu::seed_mode_from_environment());
+}
+
+// The seed for the scan (kernels/bruteforce/detail/seed/scan_seed.hpp); never with a filter.
+gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::ScanPlan& plan, bool filter) {
+  return filter ? gpu::SeedPlan{false, 0, "a filter runs"}
+                : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), gpu::seed_mode_from_environment());
+}
+
+// The seed's candidate buffers (kernels/bruteforce/detail/seed/seed_collect.hpp) on the device `info`,
+// with scores where the values' range is known (gpu::plan_collect_scoring).
+gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, const knn::DeviceInfo& info) {
+  gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, info.sm_count, gpu::collect_mode_from_environment(),
+                                         gpu::collect_queries_from_environment());
+  if (c.chosen) gpu::plan_collect_scoring(p, c, info.sm_count, info.cc_major);
+  return c;
+}
+
+// Partial lists go through the merge unless each query has exactly one (written in place) or
+// topk = 1 (atomicMin'd keys).
+bool needs_merge(const gpu::ScanPlan& plan, List l) { return l != List::one && plan.partials() > 1; }
+
+std::size_t heap_slots(const gpu::ScanPlan& plan, List l, int topk) {
+  return l == List::heap ? std::size_t(plan.blocks_per_chunk()) * gpu::kScanBlock * topk : 0;
+}
+
+void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
+  if (ctx.env.devices.empty()) throw std::runtime_error("v15: no CUDA device selected");
+  if (p.self_join && p.m != p.n) throw std::invalid_argument(fmt::format("v15: a self-join needs m == n (m = {}, n = {})", p.m, p.n));
+  const knn::DeviceInfo& info = ctx.env.devices[0];
+  ctx.devices_used = {info.ordinal};
+  if (p.m < 1 || p.n < 1) return;
+  cuda::DeviceScope scope(info.ordinal);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, gpu::int8_mode_from_environment());
+  if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
+  const List list = list_for(p.topk);
+  const Kernel tc_kernel = pick_filter(p.dim);
+  const int tc_per_sm =
+      tc_kernel == nullptr ? 0
+                           : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
+  const bool first = buffers_first(p);
+  const gpu::TcPlan tc = first ? gpu::TcPlan{} : gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
+                                                              (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
+  // The fp32 filter is planned only where the tensor-core filter is not taken (its reason is then
+  // never printed).
+  const gpu::Fp32Plan f32 = tc.chosen || first ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
+  const bool filter = tc.chosen || f32.chosen;
+  const Kernel scan_kernel =
+      !f32.chosen ? gpu::scan::pick_kernel(p.dim, list) : f32.queries_per_thread == 4 ? gpu::f32::pick<4>(p.dim, f32.stage) : gpu::f32::pick<8>(p.dim, f32.stage);
+  const int per_sm =
+      cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(scan_kernel), gpu::kScanBlock);
+  const gpu::ScanPlan plan =
+      plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, info.sm_count, f32.chosen ? f32.queries_per_thread : 0, first);
+  const Kernel kernel = tc.chosen ? tc_kernel : scan_kernel;
+  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
+  const gpu::CollectPlan collect = collect_plan(p, seed, info);
+  const long long partials = filter || collect.chosen ? 1 : plan.partials();
+  const bool merge = !filter && !collect.chosen && needs_merge(plan, list);
+  const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
+  const int blocks = tc.chosen ? tc.blocks_per_chunk() : plan.blocks_per_chunk();
+  const int block_threads = tc.chosen ? gpu::kTcBlock : gpu::kScanBlock;
+
+  // The copy stream uploads, merges and downloads; the search stream runs the chunk kernels.
+  cuda::Stream copy, search;
+  cuda::StreamBuffer<float> references(padded_rows(p.n) * p.dim, copy);
+  cuda::StreamBuffer<float> own_queries(p.self_join ? 0 : p.query_floats(), copy);
+  cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), copy);
+  cuda::StreamBuffer<float> distances(p.result_slots(), copy);
+  const std::size_t partial_slots = merge ? std::size_t(p.m) * partials * p.topk : 0;
+  cuda::StreamBuffer<float> partial_distances(partial_slots, copy);
+  cuda::StreamBuffer<std::int32_t> partial_indices(partial_slots, copy);
+  const std::size_t key_slots = filter ? std::size_t(p.m) * p.topk : list == List::one ? p.m : 0;
+  cuda::StreamBuffer<unsigned long long> best(key_slots, copy);
+  cuda::StreamBuffer<float> heap_distances(heap_slots(plan, list, p.topk), copy);
+  cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
+  cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
+  std::optional<gpu::ScanSeed> seeder;
+  if (seed.chosen) seeder.emplace(p.m, p.n, p.dim, p.self_join, copy);
+  std::optional<gpu::SeedCollect> collector;
+  if (collect.chosen) collector.emplace(collect, p.m, p.n, p.dim, p.topk, info.sm_count, copy);
+  std::unique_ptr<gpu::PartialMerge> merger;
+  if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
+    merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge, merge_runs());
+
+  gpu::scan::Args a{};
+  a.queries = p.self_join ? references.data() : own_queries.data();
+  a.references = references.data();
+  a.dim = p.dim, a.m = p.m, a.topk = p.topk, a.self_join = p.self_join;
+  a.splits = tc.chosen ? tc.splits : plan.splits;
+  a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
+  a.tc_center = tc.chosen ? tc.center : f32.center, a.tc_band = tc.chosen ? tc.band : f32.band;
+  a.tc_candidates = candidates.data();
+  const std::size_t dynamic_shared = tc.chosen ? shared_list_bytes(tc, p.topk, kernel, info.ordinal) : 0;
+  a.tc_shared_lists = dynamic_shared > 0;
+  if (dynamic_shared > 0)
+    KNN_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      int(dynamic_shared)));
+  a.partials = partials;
+  a.partial_distances = merge ? partial_distances.data() : distances.data();
+  a.partial_indices = merge ? partial_indices.data() : indices.data();
+  a.best = best.data();
+  a.heap_distances = heap_distances.data(), a.heap_indices = heap_indices.data();
+  a.query_order = seeder ? seeder->order() : nullptr, a.query_bound = seeder ? seeder->bound() : nullptr;
+
+  const int chunks = int(chunk_rows.size()) - 1;
+  cuda::Event start, searched, merged, done;
+  cuda::Event search_start;
+  std::vector<cuda::Event> copied(chunks);
+  start.record(copy);
+  // The keys' and the count's initial values are set on the search stream, while the copy stream
+  // starts uploading at once (after `start`, which orders the buffers' allocation before them).
+  KNN_CUDA_TRY(cudaStreamWaitEvent(search, start.get(), 0));
+  if (key_slots > 0) gpu::fill_worst_keys(best.data(), (long long)key_slots, search);
+  if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), search));
+  if (!p.self_join)
+    KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
+                                 cudaMemcpyHostToDevice, copy));
+  for (int c = 0; c < chunks; ++c) {
+    const std::size_t first = std::size_t(chunk_rows[c]) * p.dim;
+    const std::size_t floats = std::size_t(chunk_rows[c + 1] - chunk_rows[c]) * p.dim;
+    KNN_CUDA_TRY(cudaMemcpyAsync(references.data() + first, p.references + first, floats * sizeof(float),
+                                 cudaMemcpyHostToDevice, copy));
+    copied[c].record(copy);
+  }
+  for (int c = 0; c < chunks; ++c) {
+    KNN_CUDA_TRY(cudaStreamWaitEvent(search, copied[c].get(), 0));
+    if (c == 0) search_start.record(search);
+    a.row_begin = chunk_rows[c], a.row_end = chunk_rows[c + 1];
+    if (c == 0 && seeder) seeder->enqueue(a.queries, a.references, p.topk, seed.window, search);
+    if (c == 0 && filter) {  // the seed rows come from the first chunk
+      const long long threads = (long long)p.m * 32;
+      gpu::tc::seed_kernel<<<int((threads + gpu::tc::kSeedBlock - 1) / gpu::tc::kSeedBlock), gpu::tc::kSeedBlock, 0,
+                             search>>>(a);
+      KNN_CUDA_CHECK_LAUNCH();
+    }
+    a.partial_base = (long long)c * plan.splits * plan.ref_threads;
+    if (collector) {
+      collector->enqueue(a.queries, a.references, p.dim, p.n, p.self_join, seeder->order(), seeder->bound(),
+                         indices.data(), distances.data(), search);
+      continue;
+    }
+    kernel<<<blocks, block_threads, dynamic_shared, search>>>(a);
+    KNN_CUDA_CHECK_LAUNCH();
+  }
+  searched.record(search);
+  KNN_CUDA_TRY(cudaStreamWaitEvent(copy, searched.get(), 0));
+  if (merge)
+    merger->enqueue(partial_distances.data(), partial_indices.data(), indices.data(), distances.data());
+  else if (merger) merger->enqueue_keys(best.data(), indices.data(), distances.data());
+  else if (key_slots > 0)
+    gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
+  merged.record(copy);
+  cuda::download_answers(p, indices.data(), distances.data(), out, copy);
+  done.record(copy);
+  // The filters' candidate count and the buffers' counts, after the last timed event (no part of the answer).
+  unsigned long long exact_count = 0;
+  if (filter)
+    KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates.data(), sizeof exact_count, cudaMemcpyDeviceToHost, copy));
+  if (collector) collector->download_counts(copy);
+  copy.synchronize();
+
+  // Spans, not exclusive shares: "h2d" and "kernel" overlap by as much as the chunks overlap, so
+  // the phases add up to more than the call (the harness's "other" is then negative).
+  const auto span = [](const cuda::Event& from, const cuda::Event& to) {
+    float ms = 0.f;
+    KNN_CUDA_TRY(cudaEventElapsedTime(&ms, from.get(), to.get()));
+    return double(ms);
+  };
+  ctx.timing.add("h2d", span(start, copied[chunks - 1]));
+  ctx.timing.add("kernel", span(search_start, searched));
+  ctx.timing.add("merge", span(searched, merged));
+  ctx.timing.add("d2h", span(merged, done));
+  if (tc.chosen) {
+    ctx.path = fmt::format(
+        "tensor-core filter: k={} in {} {} slice{} of 8, scores ||r-c||^2 - 2(q-c).(r-c) with c = {:g}, error bound "
+        "{:.3g} (values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of the "
+        "pairs; {} seed distances per query besides); blocks of {} = {} warps x {} queries scoring {} rows at a time from shared memory, {} query group{} x {} split{} x {}; "
+        "{}",
+        p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
+        double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
+        gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
+        gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), gpu::filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
+    return;
+  }
+  if (f32.chosen) {
+    ctx.path = fmt::format(
+        "fp32 filter: k={} compiled in, {} queries per thread, rows {}, scores ||r-c||^2 - 2(q-c).(r-c) in fp32 with c = {:g}, "
+        "error bound {:.3g} (values within {:g} of c); {} exact fp32 distances in 4-row groups holding a candidate ({:.1f} per query, "
+        "{:.4f} % of the pairs; {} seed distances per query besides); blocks of {} = {} query x {} row threads, {} "
+        "query group{} x {} split{} x {}; {}; tensor-core filter not taken: {}",
+        p.dim, f32.queries_per_thread, f32.stage ? "staged in shared memory, centred, with norms" : "centred by each thread",
+        f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
+        100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
+        plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
+        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), gpu::filter_lists_text(p.topk), tc.why);
+    return;
+  }
+  if (collector) {
+    ctx.path = collector->path(p.dim) + fmt::format("; seeded: each query's bound from the {} rows around it in Morton order", seed.window);
+    return;
+  }
+  ctx.path = fmt::format(
+      "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {}; "
+      "{} partial list{} per query{}",
+      compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), list_name(list),
+      plan.queries_per_thread, plan.queries_per_thread == 1 ? "y" : "ies", gpu::kScanBlock, plan.query_threads,
+      plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
+      gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), partials, partials == 1 ? "" : "s",
+      list == List::one ? " merged by atomicMin" : merge ? " merged by " + merger->describe() + (merge_runs() ? "" : " (KNN_V15_MERGE_RUNS=0)")
+                                 : std::string(" written in place"));
+  ctx.path += seed.chosen ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
+                                        "queries scanned in that order; candidate buffers not taken: {}", seed.window, collect.why)
+                          : "; seed not taken: " + seed.why;
+  if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
+  if (p.values.known && p.topk <= gpu::kFilterMaxTopk)
+    ctx.path += fmt::format("; tensor-core filter not taken: {}; fp32 filter not taken: {}", tc.why, f32.why);
+}
+
+std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, gpu::int8_mode_from_environment());
+  if (int8.chosen) return gpu::int8_device_bytes(p, int8);
+  const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
+  const List list = list_for(p.topk);
+  const bool first = buffers_first(p);
+  const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count), sm_count, 0, first);
+  std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float)) +
+                      p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
+  bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));
+  // The filters' keys (both filters' plans depend on the knobs, the values and the device's compute capability).
+  const gpu::TcPlan tc = first ? gpu::TcPlan{} : gpu::plan_tc(p, gpu::tc_mode_from_environment(),
+                                                              env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join);
+  const bool filter = !first && (tc.chosen || gpu::plan_fp32(p, gpu::fp32_mode_from_environment()).chosen);
+  if (filter && p.topk > 1)
+    bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::PartialMerge::device_bytes(p.m, p.topk) + 8;
+  else if (list == List::one || filter)
+    bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
+  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
+  if (seed.chosen) bytes += gpu::ScanSeed::device_bytes(p.m, p.n, p.dim, p.self_join);
+  // The candidate buffers at their largest (every split the budget allows).
+  if (const gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, 1 << 20, gpu::collect_mode_from_environment()); c.chosen)
+    return bytes + gpu::SeedCollect::device_bytes(c, p.m, p.n);
+  if (!filter && needs_merge(plan, list)) {
+    const long long per_query = plan.partials() * p.topk;
+    bytes += std::size_t(p.m) * per_query * (sizeof(std::int32_t) + sizeof(float));
+    bytes += gpu::PartialMerge::device_bytes(p.m, per_query);
+  }
+  return bytes;
+}
+
+knn::VersionDesc describe() {
+  knn::VersionDesc d;
+  d.id = "v15";
+  d.title = "GPU fused distance + top-k (register or heap lists), references copied in chunks under the search";
+  d.family = knn::Family::gpu;
+  d.gpus = knn::GpuNeed::one;
+  d.self_join = true;
+  d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
+    if (env.devices.empty()) return std::string("no CUDA device");
+    if (p.dim < 1) return fmt::format("k = {}: needs at least one dimension", p.dim);
+    if (p.topk < 1) return fmt::format("topk {} is not a neighbour count", p.topk);
+    if (p.topk > kMaxTopk)
+      return fmt::format("topk {} over v15's limit of {} (a heap of topk pairs per thread in global scratch)", p.topk,
+                         kMaxTopk);
+    if (p.self_join && p.m != p.n) return fmt::format("a self-join needs m == n (m = {}, n = {})", p.m, p.n);
+    try {  // the chunking and merge knobs, read where they apply, refused here whatever the shape
+      chunk_ramp(), chunk_taper(), merge_runs(), min_groups();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::nullopt;
+  };
+  d.device_bytes = v15_device_bytes;
+  d.make = knn::query_only(v15_query);
+  return d;
+}
+
+}  // namespace
+
+void knn::gpu::fused_topk_search(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) { v15_query(p, out, ctx); }
+
+KNN_REGISTER_VERSION(describe());

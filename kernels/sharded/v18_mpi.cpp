@@ -1,0 +1,64 @@
+// v18: past one machine. Under mpirun the references are sharded over the ranks (the harness gives
+// each rank only its rows); each rank searches its shard with v15's engine on its GPU (the ranks of
+// a host take its GPUs in turn), or with v0's loop on its cores where it has none; the partial
+// top-k lists are merged on the owner of each query block by an MPI_Reduce with a merge operator,
+// and rank 0 gathers the answer (kernels/sharded/sharded_search.*; docs/scaling.md compares this
+// with a reduction of every list on rank 0). Without mpirun it is one rank: the engine alone.
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+
+#include "core/registry.hpp"
+#include "kernels/sharded/sharded_search.hpp"
+#if KNN_HAVE_CUDA
+#include "kernels/bruteforce/engine.hpp"
+#endif
+
+namespace {
+
+void v18_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
+  const knn::DeviceInfo* gpu = knn::rank_device(ctx.env);
+#if KNN_HAVE_CUDA
+  if (gpu != nullptr) {
+    knn::Environment one = ctx.env;  // v15's engine runs on env.devices[0]: this rank's GPU
+    one.devices = {*gpu};
+    ctx.devices_used = {gpu->ordinal};
+    const auto search = [&](const knn::Problem& sub, knn::Neighbors part) {
+      if (sub.n < sub.topk) return knn::sharded::cpu_search(sub, part);  // a shard smaller than topk
+      knn::TimingSink engine_phases;  // v15's own phases stay inside the local search
+      knn::RunContext engine{engine_phases, one, {}, {}};
+      knn::gpu::fused_topk_search(sub, part, engine);
+    };
+    return knn::sharded::query(p, out, ctx, search, fmt::format("v15's engine on GPU {}", gpu->ordinal));
+  }
+#endif
+  (void)gpu;
+  knn::sharded::query(p, out, ctx, knn::sharded::cpu_search, fmt::format("v0's loop on {} OpenMP threads", ctx.env.omp_threads));
+}
+
+knn::VersionDesc describe() {
+  knn::VersionDesc d;
+  d.id = "v18";
+  d.title = "MPI: references sharded over the ranks, v15's engine (or v0's loop) per rank, top-k lists merged by MPI_Reduce";
+  // Needs no GPU (a rank without one runs v0's loop), so it is not skipped on CPU-only machines.
+  d.family = knn::Family::cpu;
+  d.self_join = true;
+  d.shards_references = true;
+  d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
+    if (!knn::sharded::built_with_mpi()) return std::string("built without MPI");
+    if (p.topk < 1) return fmt::format("topk {} is not a neighbour count", p.topk);
+#if KNN_HAVE_CUDA
+    if (knn::rank_device(env) != nullptr && p.topk > knn::gpu::kFusedTopkMax)
+      return fmt::format("topk {} over v15's engine's limit of {}", p.topk, knn::gpu::kFusedTopkMax);
+#endif
+    (void)env;
+    return std::nullopt;
+  };
+  d.make = knn::query_only(v18_query);
+  return d;
+}
+
+}  // namespace
+
+KNN_REGISTER_VERSION(describe());

@@ -1,0 +1,251 @@
+// The GPU kd-tree build (kdtree_gpu_build.hpp): per level, node boxes by block reductions and
+// ordered-integer atomics, the split dimension per node, one CUB radix sort of (node, coordinate)
+// keys over all rows, and a gather of the rows. All on one stream, no host synchronisation.
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_build.hpp"
+
+#include <cub/cub.cuh>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/cuda/error.hpp"
+
+namespace knn::kd {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(std::int64_t items) {
+  return unsigned(std::min<std::int64_t>((items + kThreads - 1) / kThreads, 1 << 20));
+}
+
+// Floats as unsigned integers in the same order (+inf last), for atomicMin/Max and radix keys.
+__device__ __forceinline__ unsigned ordered(float f) {
+  const unsigned u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ float unordered(unsigned u) {
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+
+__global__ void init_kernel(const float* __restrict__ src, std::int64_t n, std::int64_t padded, int dim,
+                            float* __restrict__ points, std::int32_t* __restrict__ index) {
+  const std::int64_t total = padded * dim;
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t row = e / dim;
+    points[e] = row < n ? src[e] : INFINITY;
+    if (e % dim == 0) index[row] = row < n ? std::int32_t(row) : -1;
+  }
+}
+
+__global__ void fill_boxes_kernel(unsigned* lo, unsigned* hi, std::int64_t count) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < count;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    lo[e] = 0xff800000u | 0x80000000u;  // ordered(+inf)
+    hi[e] = ~0xff800000u;               // ordered(-inf)
+  }
+}
+
+struct MinOp {
+  __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const { return min(a, b); }
+};
+struct MaxOp {
+  __device__ __forceinline__ unsigned operator()(unsigned a, unsigned b) const { return max(a, b); }
+};
+
+// Block b reduces chunk b % chunks of node first + b / chunks (real rows only) into the node's box.
+__global__ void __launch_bounds__(kThreads) boxes_kernel(const float* __restrict__ points,
+                                                         const std::int32_t* __restrict__ index, int dim,
+                                                         std::int64_t seg, int chunks, std::int64_t first_node,
+                                                         unsigned* lo, unsigned* hi) {
+  using Reduce = cub::BlockReduce<unsigned, kThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const std::int64_t node = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
+  const std::int64_t begin = node * seg + chunk * seg / chunks, end = node * seg + (chunk + 1) * seg / chunks;
+  for (int k = 0; k < dim; ++k) {
+    unsigned l = 0xffffffffu, h = 0u;
+    for (std::int64_t r = begin + threadIdx.x; r < end; r += kThreads) {
+      if (__ldg(index + r) < 0) continue;
+      const unsigned v = ordered(__ldg(points + r * dim + k));
+      l = min(l, v);
+      h = max(h, v);
+    }
+    l = Reduce(temp).Reduce(l, MinOp());
+    __syncthreads();
+    h = Reduce(temp).Reduce(h, MaxOp());
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const std::int64_t at = (first_node + node) * dim + k;
+      if (l != 0xffffffffu) atomicMin(lo + at, l);
+      if (h != 0u) atomicMax(hi + at, h);
+    }
+  }
+}
+
+// The dimension of largest spread of each node of the level (the first on a tie; dimension 0 for an
+// empty node).
+__global__ void split_dim_kernel(const unsigned* __restrict__ lo, const unsigned* __restrict__ hi, int dim,
+                                 std::int64_t nodes, std::int64_t first_node, std::int32_t* __restrict__ split_dim) {
+  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (j >= nodes) return;
+  const std::int64_t node = first_node + j;
+  int best = 0;
+  float spread = -INFINITY;
+  for (int k = 0; k < dim; ++k) {
+    const float s = unordered(hi[node * dim + k]) - unordered(lo[node * dim + k]);
+    if (s > spread) spread = s, best = k;
+  }
+  split_dim[node] = best;
+}
+
+__global__ void keys_kernel(const float* __restrict__ points, int dim, std::int64_t padded, std::int64_t seg,
+                            std::int64_t first_node, const std::int32_t* __restrict__ split_dim,
+                            std::uint64_t* __restrict__ keys, std::int32_t* __restrict__ order) {
+  for (std::int64_t r = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; r < padded;
+       r += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t j = r / seg;
+    const int k = split_dim[first_node + j];
+    keys[r] = (std::uint64_t(j) << 32) | ordered(points[r * dim + k]);
+    order[r] = std::int32_t(r);
+  }
+}
+
+__global__ void gather_kernel(const float* __restrict__ points, const std::int32_t* __restrict__ index,
+                              const std::int32_t* __restrict__ order, std::int64_t padded, int dim,
+                              float* __restrict__ out_points, std::int32_t* __restrict__ out_index) {
+  const std::int64_t total = padded * dim;
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t r = e / dim, k = e % dim;
+    const std::int64_t from = order[r];
+    out_points[e] = points[from * dim + k];
+    if (k == 0) out_index[r] = index[from];
+  }
+}
+
+__global__ void split_kernel(const float* __restrict__ points, int dim, std::int64_t nodes, std::int64_t seg,
+                             std::int64_t first_node, const std::int32_t* __restrict__ split_dim,
+                             float* __restrict__ split) {
+  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
+  if (j >= nodes) return;
+  split[first_node + j] = points[(j * seg + seg / 2) * dim + split_dim[first_node + j]];
+}
+
+// The decoded boxes, packed for the search (kdtree_gpu_build.hpp); padding floats are 0.
+__global__ void pack_boxes_kernel(const float* __restrict__ lo, const float* __restrict__ hi, std::int64_t nodes,
+                                  int dim, int pad, float* __restrict__ box) {
+  const std::int64_t total = nodes * 2 * pad;
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
+       e += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t node = e / (2 * pad);
+    const int side = int(e / pad % 2), k = int(e % pad);
+    box[e] = k < dim ? (side ? hi : lo)[node * dim + k] : 0.f;
+  }
+}
+
+__global__ void decode_kernel(unsigned* values, std::int64_t count) {
+  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < count;
+       e += std::int64_t(gridDim.x) * blockDim.x)
+    values[e] = __float_as_uint(unordered(values[e]));
+}
+
+std::size_t sort_temp_bytes(std::int64_t padded, cudaStream_t stream) {
+  std::size_t bytes = 0;
+  cub::DoubleBuffer<std::uint64_t> k(nullptr, nullptr);
+  cub::DoubleBuffer<std::int32_t> v(nullptr, nullptr);
+  KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, int(padded), 0, 64, stream));
+  return std::max<std::size_t>(bytes, 1);
+}
+
+void boxes(const DeviceKdTree& t, const float* points, const std::int32_t* index, int level, cudaStream_t stream) {
+  const std::int64_t nodes = std::int64_t(1) << level, seg = t.plan.padded() >> level;
+  const int chunks = int(std::max<std::int64_t>(1, (seg + 1023) / 1024));
+  auto* lo = reinterpret_cast<unsigned*>(t.lo.data());
+  auto* hi = reinterpret_cast<unsigned*>(t.hi.data());
+  boxes_kernel<<<unsigned(nodes * chunks), kThreads, 0, stream>>>(points, index, t.dim, seg, chunks, nodes - 1, lo, hi);
+  KNN_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+std::size_t device_bytes(const LeafPlan& plan, int dim) {
+  const std::size_t padded = std::size_t(plan.padded()), nodes = std::size_t(plan.nodes());
+  const std::size_t tree = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
+                           nodes * 2 * (dim + box_pad(dim)) * sizeof(float) +
+                           std::size_t(plan.leaves) * (sizeof(std::int32_t) + sizeof(float));
+  const std::size_t scratch = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
+                              padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20);
+  return tree + scratch;
+}
+
+DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cudaStream_t stream) {
+  DeviceKdTree t;
+  t.plan = plan;
+  t.dim = dim;
+  const std::int64_t padded = plan.padded(), nodes = plan.nodes();
+  t.points = cuda::StreamBuffer<float>(std::size_t(padded) * dim, stream);
+  t.index = cuda::StreamBuffer<std::int32_t>(std::size_t(padded), stream);
+  t.lo = cuda::StreamBuffer<float>(std::size_t(nodes) * dim, stream);
+  t.hi = cuda::StreamBuffer<float>(std::size_t(nodes) * dim, stream);
+  t.split_dim = cuda::StreamBuffer<std::int32_t>(std::size_t(plan.leaves), stream);
+  t.split = cuda::StreamBuffer<float>(std::size_t(plan.leaves), stream);
+  t.box = cuda::StreamBuffer<float>(std::size_t(nodes) * 2 * box_pad(dim), stream);
+  cuda::StreamBuffer<float> other_points(std::size_t(padded) * dim, stream);
+  cuda::StreamBuffer<std::int32_t> other_index(std::size_t(padded), stream);
+  cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
+  cuda::StreamBuffer<std::int32_t> order[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
+  const std::size_t temp_bytes = sort_temp_bytes(padded, stream);
+  cuda::StreamBuffer<unsigned char> temp(temp_bytes, stream);
+
+  init_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(points, plan.n, padded, dim, t.points.data(),
+                                                               t.index.data());
+  KNN_CUDA_CHECK_LAUNCH();
+  fill_boxes_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.lo.data()),
+                                                                    reinterpret_cast<unsigned*>(t.hi.data()), nodes * dim);
+  KNN_CUDA_CHECK_LAUNCH();
+  float* cur_points = t.points.data();
+  std::int32_t* cur_index = t.index.data();
+  float* next_points = other_points.data();
+  std::int32_t* next_index = other_index.data();
+  for (int level = 0; level < plan.levels; ++level) {
+    const std::int64_t level_nodes = std::int64_t(1) << level, seg = padded >> level, first = level_nodes - 1;
+    boxes(t, cur_points, cur_index, level, stream);
+    const unsigned node_grid = grid_for(level_nodes);
+    split_dim_kernel<<<node_grid, kThreads, 0, stream>>>(reinterpret_cast<const unsigned*>(t.lo.data()),
+                                                         reinterpret_cast<const unsigned*>(t.hi.data()), dim,
+                                                         level_nodes, first, t.split_dim.data());
+    KNN_CUDA_CHECK_LAUNCH();
+    cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
+    cub::DoubleBuffer<std::int32_t> v(order[0].data(), order[1].data());
+    keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, t.split_dim.data(),
+                                                           k.Current(), v.Current());
+    KNN_CUDA_CHECK_LAUNCH();
+    std::size_t bytes = temp_bytes;
+    KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, k, v, int(padded), 0, 32 + level, stream));
+    gather_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(cur_points, cur_index, v.Current(), padded, dim,
+                                                                   next_points, next_index);
+    KNN_CUDA_CHECK_LAUNCH();
+    std::swap(cur_points, next_points);
+    std::swap(cur_index, next_index);
+    split_kernel<<<node_grid, kThreads, 0, stream>>>(cur_points, dim, level_nodes, seg, first, t.split_dim.data(),
+                                                     t.split.data());
+    KNN_CUDA_CHECK_LAUNCH();
+  }
+  boxes(t, cur_points, cur_index, plan.levels, stream);
+  decode_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.lo.data()), nodes * dim);
+  KNN_CUDA_CHECK_LAUNCH();
+  decode_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.hi.data()), nodes * dim);
+  KNN_CUDA_CHECK_LAUNCH();
+  pack_boxes_kernel<<<grid_for(nodes * 2 * box_pad(dim)), kThreads, 0, stream>>>(t.lo.data(), t.hi.data(), nodes, dim,
+                                                                                box_pad(dim), t.box.data());
+  KNN_CUDA_CHECK_LAUNCH();
+  if (cur_points != t.points.data()) {  // an odd number of levels: the rows sit in the other pair
+    std::swap(t.points, other_points);
+    std::swap(t.index, other_index);
+  }
+  return t;
+}
+
+}  // namespace knn::kd

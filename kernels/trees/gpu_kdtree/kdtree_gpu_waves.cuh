@@ -1,0 +1,238 @@
+#pragma once
+// One wave of v16's search (v16_gpu_kdtree.cu runs the waves): every active (leaf, query) key scans its
+// leaf, then walks the tree to its next leaf (kdtree_gpu_walk.cuh). Two kernels:
+//  * search_kernel, any topk: one thread per key, the query's top-k heap in shared memory
+//    (shared_topk.cuh), taken up from the answer row at the start of a wave; leaves optionally staged.
+//  * nearest_kernel, topk = 1 for queries that are not their own references: the best (distance,
+//    index) pair stays in registers. A row that comes closer replaces it by two selects (no branch, so
+//    the lanes of a warp do not split on it, as they do on a heap insertion); the row's index is read
+//    only on an exact distance tie and once per leaf. A query may be scanned by L lanes of one warp
+//    (L = 1, 2, 4 or 8): each lane takes every L-th float4 group of the leaf, the L bests meet by
+//    shuffles, and every lane walks to the same next leaf, so a small wave keeps the GPU busy with L
+//    times the threads and 1/L of each leaf per thread.
+// Both keep v0's order: the smaller distance, then the smaller index; +inf and NaN never enter, and
+// padding rows (index -1, coordinates at +inf) never win.
+#include <cuda_runtime.h>
+
+#include <cub/cub.cuh>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/device/shared_topk.cuh"
+#include "kernels/device/warp_reduce.cuh"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
+
+namespace knn::kd {
+
+constexpr int kWaveBlock = 128;  // threads per block of both kernels
+
+// One wave's work (v16_gpu_kdtree.cu launches it for both the heap and the register kernels).
+struct SearchArgs {
+  TreeView t;
+  const float* __restrict__ queries;
+  int topk, count, stage_leaves;
+  bool self_join, box, first, to_end;
+  int vec;
+  const std::uint64_t* __restrict__ keys_in;
+  std::uint64_t* __restrict__ keys_out;  // (next leaf, query), leaf = leaves once finished
+  std::int32_t* heap_idx;                // the answer rows: raw heaps between waves, sorted when done
+  float* heap_dist;
+  unsigned* remaining;
+  unsigned long long* visits;
+};
+
+
+// One thread per active key (blocks of kWaveBlock consecutive keys): scan the leaf, find the next one.
+template <int DIM>
+__global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) {
+  using Scan = cub::BlockScan<int, kWaveBlock>;
+  __shared__ typename Scan::TempStorage scan_temp;
+  __shared__ int leaf_of[kWaveBlock], run_leaf[kWaveBlock];
+  extern __shared__ __align__(16) float smem[];
+  const TreeView& t = a.t;
+  const int dim = DIM > 0 ? DIM : t.dim, tid = threadIdx.x, S = t.leaf_size;
+  const int stride = DIM > 0 ? (DIM + 3) / 4 * 4 : dim;  // staged row stride: float4 loads when compiled in
+  float* heap_d = smem;
+  auto* heap_i = reinterpret_cast<std::int32_t*>(heap_d + std::size_t(a.topk) * kWaveBlock);
+  float* tile = reinterpret_cast<float*>(heap_i + std::size_t(a.topk) * kWaveBlock);
+  auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * stride);
+
+  const int item = blockIdx.x * kWaveBlock + tid;
+  const bool active = item < a.count;
+  const std::uint64_t key = active ? a.keys_in[item] : 0;
+  int leaf = active ? int(key >> 32) : -1;
+  const int qid = int(unsigned(key));
+  // The block's distinct leaves (runs of equal keys when sorted): staged when they fit.
+  int run = 0, runs = 0;
+  if (a.stage_leaves > 0) {
+    leaf_of[tid] = leaf;
+    __syncthreads();
+    const int start = active && (tid == 0 || leaf_of[tid - 1] != leaf) ? 1 : 0;
+    Scan(scan_temp).ExclusiveSum(start, run, runs);
+    run += start - 1;
+    if (start) run_leaf[run] = leaf;
+    __syncthreads();
+  }
+  const bool staged = a.stage_leaves > 0 && runs <= a.stage_leaves;
+  if (staged) {
+    const int floats = S * stride;
+    for (int e = tid; e < runs * floats; e += kWaveBlock) {
+      const int k = e % stride, row = run_leaf[e / floats] * S + (e % floats) / stride;
+      tile[e] = k < dim ? __ldg(t.points + std::size_t(row) * dim + k) : 0.f;
+    }
+    for (int e = tid; e < runs * S; e += kWaveBlock) tile_index[e] = __ldg(t.index + std::size_t(run_leaf[e / S]) * S + e % S);
+    __syncthreads();
+  }
+  knn::gpu::SharedTopK list(heap_d + tid, heap_i + tid, kWaveBlock, a.topk);
+  unsigned visited = 0;
+  int next = -1;
+  if (active) {
+    Query<DIM> q;
+    q.load(a.queries + std::size_t(qid) * dim, dim);
+    std::int32_t* row_i = a.heap_idx + std::size_t(qid) * a.topk;
+    float* row_d = a.heap_dist + std::size_t(qid) * a.topk;
+    if (a.first) {
+      list.clear();
+    } else {
+      for (int s = 0; s < a.topk; ++s) heap_d[s * kWaveBlock + tid] = row_d[s], heap_i[s * kWaveBlock + tid] = row_i[s];
+      list.resume();
+    }
+    bool from_tile = staged;
+    for (;;) {
+      if (from_tile) {
+        const float* rows = tile + std::size_t(run) * S * stride;
+        const std::int32_t* ids = tile_index + std::size_t(run) * S;
+        for (int r = 0; r < S; ++r) {
+          const float d = staged_distance(q, rows + std::size_t(r) * stride, dim);
+          const std::int32_t id = ids[r];
+          if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
+        }
+      } else {
+        scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {
+          if (!(d <= list.worst_distance())) return;  // the index is read only for a candidate
+          const std::int32_t id = __ldg(t.index + r);
+          if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
+        });
+      }
+      ++visited;
+      next = next_leaf(t, q, leaf, list.worst_distance(), a.box);
+      if (!a.to_end || next < 0) break;
+      leaf = next;
+      from_tile = false;
+    }
+    if (next < 0) {
+      list.store(row_i, row_d);
+      a.keys_out[item] = (std::uint64_t(t.leaves) << 32) | unsigned(qid);
+    } else {
+      for (int s = 0; s < a.topk; ++s) row_d[s] = heap_d[s * kWaveBlock + tid], row_i[s] = heap_i[s * kWaveBlock + tid];
+      a.keys_out[item] = (std::uint64_t(next) << 32) | unsigned(qid);
+    }
+  }
+  const unsigned going = __popc(__ballot_sync(0xffffffffu, next >= 0));
+  const unsigned seen = knn::gpu::warp::sum(visited);
+  if ((tid & 31) == 0) {
+    if (going) atomicAdd(a.remaining, going);
+    if (seen) atomicAdd(a.visits, (unsigned long long)seen);
+  }
+}
+
+// The best pair so far: its distance and either the tree row it came from (row >= 0; the index is
+// read when needed) or, with row < 0, its index `id` (the pair the query came into the wave with).
+struct Best {
+  float d = INFINITY;
+  std::int32_t id = -1;
+  int row = -1;
+
+  __device__ __forceinline__ std::int32_t index(const std::int32_t* ids) const { return row >= 0 ? __ldg(ids + row) : id; }
+
+  // Tree row r at distance dr, the full rule: closer wins; on an exact tie the smaller real index.
+  __device__ __forceinline__ void offer(float dr, int r, const std::int32_t* __restrict__ ids) {
+    const bool closer = dr < d, tie = dr == d;
+    d = closer ? dr : d;
+    row = closer ? r : row;
+    if (tie) {
+      const std::int32_t i = __ldg(ids + r);
+      if (i >= 0 && i < index(ids)) row = r;
+    }
+  }
+
+  // The fast rule: closer wins by two selects, and `tied` records an exact tie with the best of the
+  // moment (the scan then runs again with offer()). Without a tie one pair holds the least distance
+  // alone, and the strict rule finds it in any order.
+  __device__ __forceinline__ void offer_closer(float dr, int r, bool& tied) {
+    tied = tied || dr == d;
+    const bool closer = dr < d;
+    d = closer ? dr : d;
+    row = closer ? r : row;
+  }
+
+  // The index read, then the smallest pair of the L lanes (a group of L lanes of one warp, `mask`),
+  // the same on every lane of the group.
+  template <int L>
+  __device__ __forceinline__ void gather(const std::int32_t* ids, unsigned mask) {
+    id = index(ids);
+    row = -1;
+#pragma unroll
+    for (int s = L / 2; s > 0; s >>= 1) {
+      const float od = __shfl_xor_sync(mask, d, s);
+      const std::int32_t oi = __shfl_xor_sync(mask, id, s);
+      if (od < d || (od == d && oi < id)) d = od, id = oi;
+    }
+  }
+};
+
+// The lane's share of the leaf into `b`: the fast rule, and the full rule again from the same start
+// where a distance tied.
+template <int DIM, int L>
+__device__ __forceinline__ void scan_nearest(const TreeView& t, const Query<DIM>& q, int leaf, int lane, bool vec, Best& b) {
+  const Best start = b;
+  bool tied = false;
+  scan_share<DIM, L>(t, q, leaf, lane, vec, [&](float d, int r) { b.offer_closer(d, r, tied); });
+  if (!tied) return;
+  b = start;
+  scan_share<DIM, L>(t, q, leaf, lane, vec, [&](float d, int r) { b.offer(d, r, t.index); });
+}
+
+// One thread per (query, lane): L consecutive threads share a key. The pair waits in the answer row
+// between waves (topk = 1: the row is the pair).
+template <int DIM, int L>
+__global__ void __launch_bounds__(kWaveBlock) nearest_kernel(const SearchArgs a) {
+  static_assert(L == 1 || L == 2 || L == 4 || L == 8, "lanes per query: 1, 2, 4 or 8");
+  const TreeView& t = a.t;
+  const int thread = blockIdx.x * blockDim.x + threadIdx.x, item = thread / L, lane = thread % L;
+  const unsigned mask = L == 1 ? 1u << (threadIdx.x & 31) : ((1u << L) - 1) << ((threadIdx.x & 31) & ~(L - 1));
+  unsigned visited = 0;
+  int next = -1;
+  if (item < a.count) {
+    const std::uint64_t key = a.keys_in[item];
+    int leaf = int(key >> 32);
+    const int qid = int(unsigned(key));
+    const int dim = DIM > 0 ? DIM : t.dim;
+    Query<DIM> q;
+    q.load(a.queries + std::size_t(qid) * dim, dim);
+    Best b;
+    if (!a.first) b.d = a.heap_dist[qid], b.id = a.heap_idx[qid];
+    for (;;) {
+      scan_nearest<DIM, L>(t, q, leaf, lane, a.vec == 1, b);
+      b.gather<L>(t.index, mask);
+      ++visited;
+      next = next_leaf(t, q, leaf, b.d, a.box);
+      if (!a.to_end || next < 0) break;
+      leaf = next;
+    }
+    if (lane == 0) {
+      a.heap_dist[qid] = b.d;
+      a.heap_idx[qid] = b.id;
+      a.keys_out[item] = (std::uint64_t(next < 0 ? t.leaves : next) << 32) | unsigned(qid);
+    }
+  }
+  const unsigned going = __popc(__ballot_sync(0xffffffffu, lane == 0 && next >= 0));
+  const unsigned seen = knn::gpu::warp::sum(lane == 0 ? visited : 0u);
+  if ((threadIdx.x & 31) == 0) {
+    if (going) atomicAdd(a.remaining, going);
+    if (seen) atomicAdd(a.visits, (unsigned long long)seen);
+  }
+}
+
+}  // namespace knn::kd

@@ -1,0 +1,321 @@
+// v16: seed 004's data-parallel kd-tree, built and searched entirely on the GPU. The build
+// (kernels/trees/gpu_kdtree/kdtree_gpu_build.cu) pads the references to a power of two of equal leaves
+// (kd_leaves.hpp) and splits every node of a level at once at the median of its widest dimension
+// (one CUB radix sort per level), keeping node boxes, split dimensions and split values. The search
+// runs in waves: every query starts at its natural leaf; each wave sorts the active (leaf, query)
+// keys by leaf (CUB radix sort on the leaf bits only), gives a block 128 consecutive keys, stages the
+// block's distinct leaves in shared memory when they fit, and each thread scans its query's leaf
+// into a top-k heap in shared memory (kernels/device/shared_topk.cuh, full (distance, index) rule),
+// then walks the implicit tree without a stack (near child first; a subtree is skipped when its box,
+// or with the median test its splitting plane, is farther than the query's K-th distance) to its
+// next leaf. Finished queries drop out; heaps wait in the answer rows between waves. The final steps
+// (seed 004's last two): finished queries sort to the end with the active ones instead of a
+// separate partition, and once fewer active queries than leaves remain, one kernel runs each of them
+// to the end. Knobs: KNN_V16_LEAF (minimum leaf size, default 256), KNN_V16_TEST=box|median,
+// KNN_V16_SORT=0|1, KNN_V16_FINAL=0|1, KNN_V16_TAIL (the last kernel takes over below TAIL x leaves
+// active queries; default 16, measured on an H100; 1 is the thesis's rule), KNN_V16_VEC=0|1 (leaf rows
+// read one float at a time, or as float4 groups: default 1), KNN_V16_NEAREST=0|1 (topk = 1 without a
+// self-join: the pair in registers, kdtree_gpu_waves.cuh; default 1), KNN_V16_LANES (its lanes per
+// query: 1, 2, 4, 8, or 0: by the wave's size, the default), KNN_V16_STAGE_KIB
+// (shared memory for staged leaves, 0-160, default 0: on an H100 the sorted warps read a shared leaf
+// through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's,
+// ties included.
+#include <cuda_runtime.h>
+
+#include <cub/cub.cuh>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/cuda/runtime.hpp"
+#include "core/problem.hpp"
+#include "core/registry.hpp"
+#include "kernels/device/env_knob.hpp"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_waves.cuh"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
+#include "kernels/device/shared_topk.cuh"
+#include "kernels/device/topk_supports.hpp"
+
+namespace {
+
+namespace cuda = knn::cuda;
+namespace kd = knn::kd;
+using kd::Query;
+using kd::SearchArgs;
+using kd::TreeView;
+
+constexpr int kBlock = kd::kWaveBlock;
+constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of shared memory
+constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
+
+struct Options {
+  int min_leaf = 256, stage_kib = 0;
+  bool box = true, sort = true, final_steps = true;
+  int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
+  int tail = 16;  // the last kernel takes over below tail x leaves active queries
+  bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
+  int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
+  std::string source;  // which knobs came from the environment
+};
+
+int knob(const char* name, int fallback, int lo, int hi, std::string& source) {
+  const std::optional<int> v = knn::env::int_knob(name, lo, hi, "v16");
+  if (!v) return fallback;
+  source += fmt::format(" {}={}", name, *v);
+  return *v;
+}
+
+Options options_from_environment() {
+  Options o;
+  o.min_leaf = knob("KNN_V16_LEAF", 256, 1, 8192, o.source);
+  o.stage_kib = knob("KNN_V16_STAGE_KIB", 0, 0, 160, o.source);
+  o.sort = knob("KNN_V16_SORT", 1, 0, 1, o.source) != 0;
+  o.final_steps = knob("KNN_V16_FINAL", 1, 0, 1, o.source) != 0;
+  o.tail = knob("KNN_V16_TAIL", 16, 1, 1024, o.source);
+  o.vec = knob("KNN_V16_VEC", 1, 0, 1, o.source);
+  o.nearest = knob("KNN_V16_NEAREST", 1, 0, 1, o.source) != 0;
+  o.lanes = knob("KNN_V16_LANES", 0, 0, 8, o.source);
+  if (o.lanes & (o.lanes - 1))
+    throw std::invalid_argument(fmt::format("v16: KNN_V16_LANES = '{}': must be 0 (by the wave's size), 1, 2, 4 or 8", o.lanes));
+  if (const char* t = std::getenv("KNN_V16_TEST"); t != nullptr && *t != '\0') {
+    const std::string text(t);
+    if (text != "box" && text != "median")
+      throw std::invalid_argument(fmt::format("v16: KNN_V16_TEST = '{}': must be box or median", text));
+    o.box = text == "box";
+    o.source += " KNN_V16_TEST=" + text;
+  }
+  return o;
+}
+
+bool compiled_dim(int dim) { return dim == 1 || dim == 2 || dim == 3 || dim == 5 || dim == 9 || dim == 12 || dim == 16; }
+
+// Floats per staged row: rounded up to whole float4s for the compiled-in k (as the kernel does).
+int staged_stride(int dim) { return compiled_dim(dim) ? (dim + 3) / 4 * 4 : dim; }
+
+std::size_t search_shared(int topk, int stage_leaves, int leaf_size, int dim) {
+  return std::size_t(2) * topk * kBlock * 4 + std::size_t(stage_leaves) * leaf_size * (staged_stride(dim) + 1) * 4;
+}
+
+int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
+  if (!o.sort) return 0;  // unsorted blocks hold as many leaves as queries: read them from global memory
+  const std::size_t leaf_bytes = std::size_t(plan.leaf_size) * (staged_stride(dim) + 1) * 4;
+  return int(std::min<std::size_t>(kBlock, std::size_t(o.stage_kib) * 1024 / leaf_bytes));
+}
+
+// lanes = 0: the heap kernel, one thread per key; else the register kernel, `lanes` threads per key.
+void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, int lanes, cudaStream_t stream) {
+  const std::size_t shared = lanes ? 0 : search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim);
+  KNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  const long long threads = (long long)a.count * std::max(lanes, 1);
+  kernel<<<unsigned((threads + kBlock - 1) / kBlock), kBlock, shared, stream>>>(a);
+  KNN_CUDA_CHECK_LAUNCH();
+}
+
+template <int DIM>
+void launch_search(const SearchArgs& a, int lanes, cudaStream_t stream) {
+  switch (lanes) {
+    case 0: return launch_kernel(kd::search_kernel<DIM>, a, 0, stream);
+    case 1: return launch_kernel(kd::nearest_kernel<DIM, 1>, a, 1, stream);
+    case 2: return launch_kernel(kd::nearest_kernel<DIM, 2>, a, 2, stream);
+    case 4: return launch_kernel(kd::nearest_kernel<DIM, 4>, a, 4, stream);
+    default: return launch_kernel(kd::nearest_kernel<DIM, 8>, a, 8, stream);
+  }
+}
+
+template <int DIM, int... More>
+void dispatch(const SearchArgs& a, int lanes, cudaStream_t stream) {  // the compiled-in k (compiled_dim), else k = 0
+  if constexpr (DIM == 0) {
+    launch_search<0>(a, lanes, stream);
+  } else if (a.t.dim != DIM) {
+    dispatch<More...>(a, lanes, stream);
+  } else {
+    launch_search<DIM>(a, lanes, stream);
+  }
+}
+
+// Lanes per query of the register kernel: the knob's, else the fewest of 1, 2, 4, 8 that give the wave
+// twice the threads the device holds at once; never past 2^31 threads.
+int lanes_for(const Options& o, long long count, long long resident) {
+  int lanes = o.lanes;
+  if (lanes == 0)
+    for (lanes = 1; lanes < 8 && count * lanes < 2 * resident;) lanes *= 2;
+  while (lanes > 1 && count * lanes > 0x7fffffffLL) lanes /= 2;
+  return lanes;
+}
+
+std::optional<std::string> limits(const knn::Problem& p, std::size_t optin) {
+  if (p.topk > kMaxTopk) return fmt::format("topk {} over v16's limit of {} (heaps of {} threads in shared memory)", p.topk, kMaxTopk, kBlock);
+  if (p.dim > kMaxDim) return fmt::format("k = {} over v16's limit of {}", p.dim, kMaxDim);
+  if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: a kd-tree needs at least one point", p.m, p.n);
+  Options o;
+  try {
+    o = options_from_environment();
+  } catch (const std::invalid_argument& e) {
+    return std::string(e.what());
+  }
+  const kd::LeafPlan plan = kd::plan_leaves(p.n, o.min_leaf);
+  const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim);
+  if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
+  return std::nullopt;
+}
+
+void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
+  if (ctx.env.devices.empty()) throw std::runtime_error("v16: no CUDA device selected");
+  if (auto reason = limits(p, ctx.env.devices[0].shared_per_block_optin)) throw std::invalid_argument("v16: " + *reason);
+  const Options o = options_from_environment();
+  const kd::LeafPlan plan = kd::plan_leaves(p.n, o.min_leaf);
+  const int device = ctx.env.devices[0].ordinal;
+  ctx.devices_used = {device};
+  cuda::DeviceScope scope(device);
+
+  cuda::Stream stream;  // first: the buffers below are freed on it before it goes back
+  cuda::StreamBuffer<float> references(p.reference_floats(), stream);
+  cuda::StreamBuffer<float> own_queries(p.self_join ? 0 : p.query_floats(), stream);
+  cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), stream);
+  cuda::StreamBuffer<float> distances(p.result_slots(), stream);
+  cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(p.m), stream}, {std::size_t(p.m), stream}};
+  cuda::StreamBuffer<unsigned> remaining(1, stream);
+  cuda::StreamBuffer<unsigned long long> visits(1, stream);
+  cuda::StreamBuffer<int> selected(1, stream);  // DeviceSelect's count (the kernel counts too)
+  cuda::PinnedStaging<unsigned> remaining_host(1);
+  cuda::PinnedStaging<unsigned long long> visits_host(1);
+  std::size_t sort_bytes = 0, select_bytes = 0;
+  {
+    cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
+    KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, k, p.m, 32, 64, stream));
+    KNN_CUDA_TRY(cub::DeviceSelect::If(nullptr, select_bytes, keys[0].data(), keys[1].data(), selected.data(), p.m,
+                                       kd::StillActive{unsigned(plan.leaves)}, stream));
+  }
+  cuda::StreamBuffer<unsigned char> temp(std::max<std::size_t>({sort_bytes, select_bytes, 1}), stream);
+
+  cuda::PhaseTimer timer(stream);
+  timer.begin("h2d");
+  cuda::upload_inputs(p, references.data(), own_queries.data(), stream);
+  KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, sizeof(unsigned long long), stream));
+  timer.end();
+  timer.begin("build_tree");
+  const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, stream);
+  timer.end();
+  const float* queries = p.self_join ? references.data() : own_queries.data();
+  const TreeView view = kd::view_of(tree);
+  timer.begin("search");
+  kd::natural_leaf_kernel<<<(p.m + 255) / 256, 256, 0, stream>>>(view, queries, p.m, keys[0].data());
+  KNN_CUDA_CHECK_LAUNCH();
+  timer.end();
+
+  const int leaf_bits = plan.levels + 1;  // leaves + 1 sentinel values
+  const int stage = stage_leaves_for(o, plan, p.dim);
+  const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
+  int per_sm = 0;
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  const long long resident = (long long)per_sm * std::max(ctx.env.devices[0].sm_count, 1);
+  std::string lanes_trace;
+  // keys[cur] holds `items` keys, the `count` active ones first unless finished ones sit among them.
+  int cur = 0, items = p.m, count = p.m, sorted_waves = 0;
+  std::vector<int> active;
+  const auto partition = [&] {  // the finished queries out, order kept
+    timer.begin("query_sort");
+    std::size_t bytes = temp.size();
+    KNN_CUDA_TRY(cub::DeviceSelect::If(temp.data(), bytes, keys[cur].data(), keys[1 - cur].data(), selected.data(),
+                                       items, kd::StillActive{unsigned(plan.leaves)}, stream));
+    cur = 1 - cur;
+    items = count;
+    timer.end();
+  };
+  while (count > 0) {
+    const bool sort = o.sort && (!o.final_steps || count >= (long long)plan.leaves * o.tail);
+    const bool to_end = o.final_steps && !sort;
+    if (items > count && !sort) partition();
+    if (sort) {  // finished keys (leaf = leaves) sort to the end
+      timer.begin("query_sort");
+      cub::DoubleBuffer<std::uint64_t> k(keys[cur].data(), keys[1 - cur].data());
+      std::size_t bytes = temp.size();
+      KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp.data(), bytes, k, items, 32, 32 + leaf_bits, stream));
+      cur = k.Current() == keys[0].data() ? 0 : 1;
+      items = count;
+      timer.end();
+      ++sorted_waves;
+    }
+    timer.begin("search");
+    KNN_CUDA_TRY(cudaMemsetAsync(remaining.data(), 0, sizeof(unsigned), stream));
+    SearchArgs a{view, queries, p.topk, count, sort ? stage : 0, p.self_join, o.box, active.empty(), to_end,
+                 o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data(),
+                 visits.data()};
+    const int lanes = nearest ? lanes_for(o, count, resident) : 0;
+    if (nearest && active.size() < 48) lanes_trace += fmt::format("{}{}", active.empty() ? "" : " ", lanes);
+    dispatch<1, 2, 3, 5, 9, 12, 16, 0>(a, lanes, stream);
+    KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data(), remaining.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+    timer.end();
+    stream.synchronize();
+    active.push_back(count);
+    cur = 1 - cur;
+    count = int(*remaining_host.data());
+    if (to_end && count != 0) throw std::runtime_error(fmt::format("v16: {} queries unfinished after the last wave", count));
+    if (count > 0 && !(o.final_steps && o.sort)) partition();
+  }
+  timer.begin("d2h");
+  cuda::download_answers(p, indices.data(), distances.data(), out, stream);
+  KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+  timer.end();
+  stream.synchronize();
+  timer.report(ctx.timing);
+  // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
+  // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plots/plot_waves.py).
+  std::string trace;
+  for (std::size_t w = 0, shown = 0; w < active.size(); ++w) {
+    if (active.size() > 120 && w >= 40 && w + 1 < active.size() && w < shown + std::max<std::size_t>(1, shown / 20)) continue;
+    trace += fmt::format("{}{}:{}", trace.empty() ? "" : " ", w + 1, active[w]);
+    shown = w;
+  }
+  ctx.path = fmt::format(
+      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
+      "leaves per query {:.2f}; {}; active per wave (wave:queries): {}",
+      compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
+      plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median",
+      o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
+      o.final_steps ? fmt::format("on (the last kernel below {} active queries)", (long long)plan.leaves * o.tail) : "off",
+      o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",
+      o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
+      sorted_waves, double(*visits_host.data()) / p.m,
+      nearest ? "nearest pair in registers, lanes per query per wave: " + lanes_trace : std::string("top-k heaps in shared memory"),
+      trace);
+}
+
+std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment&) {
+  if (p.n < 1 || p.m < 1 || p.dim < 1) return 0;
+  Options o;
+  try {
+    o = options_from_environment();
+  } catch (const std::exception&) {
+  }
+  const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
+  return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
+         std::size_t(p.m) * 3 * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, o.min_leaf), p.dim);
+}
+
+knn::VersionDesc describe() {
+  knn::VersionDesc d;
+  d.id = "v16";
+  d.title = "kd-tree built and searched on the GPU (padded equal leaves, queries in waves sorted by leaf, box test)";
+  d.family = knn::Family::tree;
+  d.gpus = knn::GpuNeed::one;
+  d.self_join = true;
+  d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
+    if (auto reason = knn::gpu::topk_supports(p, env)) return reason;
+    return limits(p, env.devices[0].shared_per_block_optin);
+  };
+  d.device_bytes = v16_device_bytes;
+  d.make = knn::query_only(v16_query);
+  return d;
+}
+
+}  // namespace
+
+KNN_REGISTER_VERSION(describe());
