@@ -68,7 +68,7 @@ TEST(Peers, RegisteredInTheirFamilyAfterTheNumberedVersions) {
   std::vector<std::string> ids;
   for (const auto& v : all)
     if (v.family == knn::Family::peer) ids.push_back(v.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"p-faiss-flat", "p-faiss-gpu", "p-nanoflann"}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"p-faiss-flat", "p-faiss-gpu", "p-nanoflann", "p-torch", "p-torch-cpu", "p-torch-direct"}));
   // Every numbered version sorts before every peer, and the peers in text order.
   EXPECT_TRUE(knn::version_less("v18", "p-faiss-flat"));
   EXPECT_FALSE(knn::version_less("p-faiss-flat", "v0"));
@@ -87,12 +87,12 @@ TEST(Peers, SelectedByFamilyNameByIdAndNeverByANumberRange) {
     for (const auto* v : sel) out.push_back(v->id);
     return out;
   };
-  const std::vector<std::string> peers{"p-faiss-flat", "p-faiss-gpu", "p-nanoflann"};
+  const std::vector<std::string> peers{"p-faiss-flat", "p-faiss-gpu", "p-nanoflann", "p-torch", "p-torch-cpu", "p-torch-direct"};
   EXPECT_EQ(ids(knn::select_versions({"peer"})), peers);
   EXPECT_EQ(ids(knn::select_versions({"peers"})), peers);
   EXPECT_EQ(ids(knn::select_versions({"p-nanoflann,v0"})), (std::vector<std::string>{"v0", "p-nanoflann"}));
   EXPECT_EQ(ids(knn::select_versions({"peer", "p-faiss-flat", "v10"})),
-            (std::vector<std::string>{"v10", "p-faiss-flat", "p-faiss-gpu", "p-nanoflann"}));
+            (std::vector<std::string>{"v10", "p-faiss-flat", "p-faiss-gpu", "p-nanoflann", "p-torch", "p-torch-cpu", "p-torch-direct"}));
   const auto trees = ids(knn::select_versions({"v10-v13"}));
   EXPECT_EQ(std::count_if(trees.begin(), trees.end(), [](const std::string& s) { return s[0] == 'p'; }), 0);
   const auto tree_family = ids(knn::select_versions({"tree"}));
