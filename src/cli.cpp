@@ -5,16 +5,19 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "build_info.hpp"
 #include "compare.hpp"
 #include "core/errors.hpp"
 #include "core/registry.hpp"
+#include "host_memory.hpp"
 #include "isolate.hpp"
 #include "matrix.hpp"
 #include "report.hpp"
@@ -82,6 +85,32 @@ int rewrite_report(const std::string& in_path, const std::string& md, const std:
   if (!md.empty()) make_markdown_reporter(md)->end(info, results);
   if (!csv.empty()) make_csv_reporter(csv)->end(info, results);
   return kExitOk;
+}
+
+// The flags of a run, each alone and together, before anything is read: ConfigError (exit 2) naming
+// the flag and its value.
+void check_run_options(const RunOptions& o) {
+  const MeasureOptions& m = o.measure;
+  if (m.min_samples < 1) throw ConfigError(fmt::format("--min-samples {}: expected at least 1", m.min_samples));
+  if (m.warmup < 0) throw ConfigError(fmt::format("--warmup {}: expected 0 or more", m.warmup));
+  if (!(m.max_time_s > 0)) throw ConfigError(fmt::format("--max-time {}: expected seconds > 0", m.max_time_s));
+  if (m.max_samples < m.min_samples)
+    throw ConfigError(fmt::format("--max-samples {}: expected at least --min-samples {}", m.max_samples, m.min_samples));
+  if (!(m.max_noise_pct >= 0)) throw ConfigError(fmt::format("--max-noise {}: expected a percentage ≥ 0", m.max_noise_pct));
+  if (!(m.min_time_s >= 0) || !std::isfinite(m.min_time_s))
+    throw ConfigError(fmt::format("--min-time {}: expected a finite number of seconds ≥ 0", m.min_time_s));
+  if (!std::isfinite(m.max_time_s)) throw ConfigError(fmt::format("--max-time {}: expected a finite number of seconds > 0", m.max_time_s));
+  if (!std::isfinite(m.max_noise_pct))
+    throw ConfigError(fmt::format("--max-noise {}: expected a finite percentage ≥ 0", m.max_noise_pct));
+  if (m.validate_queries < 0)
+    throw ConfigError(fmt::format("--validate-queries {}: expected 0 (every query) or a positive count", m.validate_queries));
+  // An empty item ("--case ''", "--version ''") selects nothing: it is a mistake, not "everything".
+  for (const auto& [flag, items] : {std::pair{"--case", &o.case_specs}, std::pair{"--version", &o.version_specs},
+                                     std::pair{"--group", &o.groups}})
+    for (const std::string& item : *items)
+      if (item.find_first_not_of(", ") == std::string::npos)
+        throw ConfigError(fmt::format("{} '{}': expected ids or names, not an empty value", flag, item));
+  host_memory_named(o.host_memory);
 }
 
 // The default matrix is found from the working directory, else from the source tree.
@@ -223,7 +252,11 @@ int cli_main(int argc, char** argv) {
   }
   if (compare->parsed()) return run_compare(compare_opts);
   if (report->parsed()) return rewrite_report(report_in, report_md, report_csv);
-  if (!child_options_file.empty()) return run_benchmark(read_child_options(child_options_file));
+  if (!child_options_file.empty()) {
+    const RunOptions child = read_child_options(child_options_file);
+    check_run_options(child);
+    return run_benchmark(child);
+  }
   if (!o.adhoc_case.empty() && app.get_option("--config")->count() > 0)
     throw ConfigError(fmt::format("--config {} with --k/--m/--n: a case given by flags replaces the matrix; give one or the other", o.config));
   o.config = resolve_default_config(o.config);
@@ -235,6 +268,7 @@ int cli_main(int argc, char** argv) {
     return kExitOk;
   }
   if (o.list) return list(o);
+  check_run_options(o);
   return run_benchmark(o);
 }
 

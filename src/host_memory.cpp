@@ -1,14 +1,24 @@
 #include "host_memory.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <new>
+
+#include "core/errors.hpp"
 
 #if KNN_HAVE_CUDA
 #include "core/cuda/runtime.hpp"
 #endif
 
 namespace knn {
+
+HostMemory host_memory_named(const std::string& name) {
+  if (name == "pinned") return HostMemory::pinned;
+  if (name == "pageable") return HostMemory::pageable;
+  throw ConfigError(fmt::format("--host-memory {}: expected pinned or pageable", name));
+}
 
 void HostArray::Free::operator()(float* p) const {
 #if KNN_HAVE_CUDA

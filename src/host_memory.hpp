@@ -3,10 +3,14 @@
 // copies run at full PCIe/NVLink speed, or ordinary pageable memory as the seeds used.
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "core/environment.hpp"
 
 namespace knn {
+
+// The memory --host-memory names: "pinned" or "pageable"; ConfigError (exit 2) for anything else.
+HostMemory host_memory_named(const std::string& name);
 
 class HostArray {
  public:

@@ -1,7 +1,5 @@
 #include "measure.hpp"
 
-#include "grade.hpp"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -143,31 +141,34 @@ void Watchdog::watch() {
 
 int calls_made_now() { return g_calls_made.load(std::memory_order_relaxed); }
 
-void measure_version(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,
-                     const Reference* reference, Result& r, MeasureRecord* record) {
+void name_version(Result& r, const VersionDesc& desc) {
+  r.version = desc.id;
+  r.title = desc.title;
+  r.family = to_string(desc.family);
+}
+
+void mark_skipped(Result& r, std::string reason) {
+  r.status = Status::skip;
+  r.reason = std::move(reason);
+  clear_samples(r);
+}
+
+std::optional<Answer> measure(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts, Result& r,
+                              MeasureRecord* record) {
   g_calls_made.store(0, std::memory_order_relaxed);
   MeasureRecord local;
   MeasureRecord& rec = record ? *record : local;
   rec = MeasureRecord{};
-  r.version = desc.id;
-  r.title = desc.title;
-  r.family = to_string(desc.family);
-  r.host_memory = env.host_memory;
-  // Under mpirun a sharding version runs on every rank, which must make the same calls: one rank's
-  // skip skips all, rank 0's times drive the stopping rule, and an interrupt on one stops all.
+  // Under mpirun a sharding version runs on every rank, which must make the same calls: rank 0's
+  // times drive the stopping rule, and an interrupt on one stops all.
   const bool lockstep = desc.shards_references && mpi_world().many();
   const auto stopping = [&] { return lockstep ? mpi_any(stop_requested()) : stop_requested(); };
-  if (auto why = lockstep ? mpi_first_reason(why_skipped(desc, p, env)) : why_skipped(desc, p, env)) {
-    r.status = Status::skip;
-    r.reason = *why;
-    return;
-  }
 
   const std::size_t slots = p.result_slots();
   // The answers land where the inputs live: pinned when the run is pinned (downloads at full speed).
-  HostArray index_store(slots, env.host_memory), distance_store(slots, env.host_memory);
-  const Span<std::int32_t> indices{index_store.as<std::int32_t>(), slots};
-  const Span<float> distances{distance_store.data(), slots};
+  Answer answer{HostArray(slots, env.host_memory), HostArray(slots, env.host_memory)};
+  const Span<std::int32_t> indices{answer.indices.as<std::int32_t>(), slots};
+  const Span<float> distances{answer.distances.data(), slots};
   TimingSink sink;
   std::optional<Watchdog> watchdog;
   if (opts.kill_after_max_time) watchdog.emplace(desc.id, opts.max_time_s);
@@ -296,44 +297,59 @@ void measure_version(const VersionDesc& desc, const Problem& p, const Environmen
     rec.noise = relative_median_noise(r.samples_ms);
     rec.noise_target_missed = !measured && !rec.interrupted && target > 0 && !(rec.noise <= target);
   } catch (const OutOfMemoryError& e) {
-    r.status = Status::skip;
-    r.reason = e.what();
-    clear_samples(r);
-    return;
+    mark_skipped(r, e.what());
+    return std::nullopt;
   } catch (const std::bad_alloc&) {
-    r.status = Status::skip;
     const double inputs = 4.0 * double(p.self_join ? 0 : std::size_t(p.m) * p.dim) + 4.0 * double(std::size_t(p.n) * p.dim);
-    r.reason = skip_reason::out_of_host_memory("during the calls", inputs + 8.0 * double(p.result_slots()), double(usable_host_memory()));
-    clear_samples(r);
-    return;
+    mark_skipped(r, skip_reason::out_of_host_memory("during the calls", inputs + 8.0 * double(p.result_slots()), double(usable_host_memory())));
+    return std::nullopt;
   } catch (const std::exception& e) {
     r.status = Status::fail;
     r.reason = std::string("error: ") + e.what();
-    return;
+    return std::nullopt;
   }
   copy_record(rec, r);
   if (rec.interrupted) {  // not a measurement: no time, whatever was sampled before the stop
-    r.status = Status::skip;
-    r.reason = skip_reason::interrupted(r.samples_ms.size());
-    clear_samples(r);
-    return;
+    mark_skipped(r, skip_reason::interrupted(r.samples_ms.size()));
+    return std::nullopt;
   }
   add_unaccounted_phase(r);
   r.stats = summarize(r.samples_ms);
   describe_record(rec, opts, r);
+  return answer;
+}
 
+void grade_answer(Result& r, const Answer& answer, const Problem& p, const Reference* reference, const MeasureOptions& opts) {
   if (!opts.dump_answers.empty()) {
     try {
-      add_note(r, "answer in " + dump_answers(opts.dump_answers, r.problem_case.id, desc.id, indices.data(), distances.data(), p.m, p.topk));
+      add_note(r, "answer in " + dump_answers(opts.dump_answers, r.problem_case.id, r.version, answer.index_data(), answer.distances.data(),
+                                              p.m, p.topk));
     } catch (const std::exception& e) {
       throw ConfigError(e.what());  // an unwritable folder is the user's to fix: exit 2, nothing hidden
     }
   }
   if (opts.validate && reference) {
-    grade(r, validate_all(p, *reference, indices.data()), opts.strict_peers);
+    grade(r, validate_all(p, *reference, answer.index_data()), opts.strict_peers);
     return;
   }
   r.status = Status::pass;
+}
+
+void measure_unless_skipped(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,
+                            const std::optional<std::string>& why, const Reference* reference, Result& r, MeasureRecord* record) {
+  r.host_memory = env.host_memory;
+  if (why) return mark_skipped(r, *why);
+  if (std::optional<Answer> answer = measure(desc, p, env, opts, r, record)) grade_answer(r, *answer, p, reference, opts);
+}
+
+void measure_version(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,
+                     const Reference* reference, Result& r, MeasureRecord* record) {
+  name_version(r, desc);
+  // Under mpirun a sharding version runs on every rank, which must make the same calls: one rank's
+  // skip skips all.
+  const bool lockstep = desc.shards_references && mpi_world().many();
+  const std::optional<std::string> why = why_skipped(desc, p, env);
+  measure_unless_skipped(desc, p, env, opts, lockstep ? mpi_first_reason(why) : why, reference, r, record);
 }
 
 void copy_record(const MeasureRecord& rec, Result& r) {

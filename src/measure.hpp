@@ -1,8 +1,9 @@
 #pragma once
 // The sampler: one version on one problem. Skip checks, warm-up, the timed calls and their
-// stopping rule, validation against the reference. The watchdog that ends an --isolate child
-// whose call runs past --max-time lives here too.
+// stopping rule; then, a step of its own, the verdict on the last answer (grade_answer). The
+// watchdog that ends an --isolate child whose call runs past --max-time lives here too.
 #include <atomic>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "core/environment.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "host_memory.hpp"
 #include "options.hpp"
 #include "result.hpp"
 #include "validate.hpp"
@@ -30,14 +32,43 @@ struct MeasureRecord {
   std::vector<ClockRecord> clocks;   // GPU versions: each device used, before and after sampling
 };
 
-// Calls (warm-up and timed batches) that the measure_version running now has made so far, for a
-// progress display on another thread; 0 when a measure_version starts.
+// Calls (warm-up and timed batches) that the measurement running now has made so far, for a
+// progress display on another thread; 0 when a measurement starts.
 int calls_made_now();
 
-// Measures one version on one problem: skip checks, warm-up, sampling, validation against
-// `reference` (may be null when validation is off). `r` arrives with the case
-// fields filled in and leaves complete; `record`, when given, receives what MeasureRecord says.
-// A sampling cut short by an interrupt is a skip ("interrupted ..."), never a pass.
+// The last answer of a measured version: m × topk indices and distances, where the inputs live
+// (pinned when the run is pinned).
+struct Answer {
+  HostArray indices, distances;
+  const std::int32_t* index_data() const { return indices.as<std::int32_t>(); }
+};
+
+// r named after `desc`: its id, title and family.
+void name_version(Result& r, const VersionDesc& desc);
+// r as a skip for `reason`: no samples, no time.
+void mark_skipped(Result& r, std::string reason);
+
+// Measures one version on one problem: warm-up, sampling and its stopping rule. `r` arrives named
+// and leaves with its samples and statistics, or as a skip (out of memory, interrupted: a sampling
+// cut short is never a pass) or a failure (the version threw); `record`, when given, receives what
+// MeasureRecord says. Returns the last call's answer when the version was measured. Neither a skip
+// check (why_skipped comes first) nor a verdict (grade_answer comes after).
+std::optional<Answer> measure(const VersionDesc& desc, const Problem& problem, const Environment& env, const MeasureOptions& opts,
+                              Result& r, MeasureRecord* record = nullptr);
+
+// After measuring: writes the answer for --dump-answers (ConfigError when it cannot), then grades
+// it (grade.hpp) against `reference` when the run validates and has one; pass otherwise.
+void grade_answer(Result& r, const Answer& answer, const Problem& problem, const Reference* reference, const MeasureOptions& opts);
+
+// The steps of a version after its skip check: `r` skipped for `why` when there is one, else
+// measured and graded. `r` takes the run's host memory either way.
+void measure_unless_skipped(const VersionDesc& desc, const Problem& problem, const Environment& env, const MeasureOptions& opts,
+                            const std::optional<std::string>& why, const Reference* reference, Result& r,
+                            MeasureRecord* record = nullptr);
+
+// One version on one problem, every step: `r` named, the skip check (under lockstep, every rank's
+// reason), then measure_unless_skipped. `reference` may be null (validation off). The in-process
+// executor takes the same steps, with its case's reference computed once a version is to run.
 void measure_version(const VersionDesc& desc, const Problem& problem, const Environment& env, const MeasureOptions& opts,
                      const Reference* reference, Result& r, MeasureRecord* record = nullptr);
 

@@ -1,0 +1,88 @@
+#include "executor.hpp"
+
+#include <new>
+#include <optional>
+#include <string>
+
+#include "devices.hpp"
+#include "isolate.hpp"
+#include "measure.hpp"
+#include "sharded_case.hpp"
+#include "skip_reasons.hpp"
+#include "sysinfo.hpp"
+
+namespace knn {
+namespace {
+
+// Every version skipped for the case's reason (a data file to fetch, too little host memory).
+class SkipAll final : public Executor {
+ public:
+  explicit SkipAll(const PreparedCase& data) : data_(data) {}
+  Result run(const VersionDesc& v, Progress& progress) override {
+    progress.start(data_.c, v);
+    Result r = data_.result_for(v);
+    mark_skipped(r, *data_.skip);
+    return r;
+  }
+  bool stops_between_versions() const override { return false; }
+
+ private:
+  const PreparedCase& data_;
+};
+
+// In this process: the version's skip check, then the case's validation reference (computed for
+// the first version that runs), the measurement and the grading.
+class InProcess final : public Executor {
+ public:
+  InProcess(PreparedCase& data, const MeasureOptions& measure, const Environment& env) : data_(data), measure_(measure), env_(env) {}
+  Result run(const VersionDesc& v, Progress& progress) override {
+    Result r = data_.result_for(v);
+    const std::optional<std::string> why = why_skipped(v, data_.problem, env_);
+    const Reference* reference = nullptr;
+    try {
+      if (!why) reference = data_.reference(progress);
+    } catch (const std::bad_alloc&) {
+      progress.start(data_.c, v);
+      mark_skipped(r, skip_reason::out_of_host_memory("computing the validation reference", data_.input_bytes, double(usable_host_memory())));
+      return r;
+    }
+    progress.start(data_.c, v);
+    measure_unless_skipped(v, data_.problem, env_, measure_, why, reference, r);
+    if (v.gpus != GpuNeed::none) trim_device_pools(env_.devices);
+    return r;
+  }
+
+ private:
+  PreparedCase& data_;
+  const MeasureOptions& measure_;
+  const Environment& env_;
+};
+
+// In a child knnbench process (isolate.hpp), which prepares the case itself.
+class Isolated final : public Executor {
+ public:
+  Isolated(const PreparedCase& data, const RunOptions& opts) : data_(data), opts_(opts) {}
+  Result run(const VersionDesc& v, Progress& progress) override {
+    progress.start(data_.c, v);
+    return run_isolated(opts_, data_.c, v);
+  }
+
+ private:
+  const PreparedCase& data_;
+  const RunOptions& opts_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_executor(Way way, PreparedCase& data, const RunOptions& opts, const MeasureOptions& measure,
+                                        const Environment& env) {
+  if (data.skip) return std::make_unique<SkipAll>(data);
+  switch (way) {
+    case Way::isolated: return std::make_unique<Isolated>(data, opts);
+    case Way::sharded: return make_sharded_executor(data, measure, env);
+    case Way::in_process: break;
+  }
+  return std::make_unique<InProcess>(data, measure, env);
+}
+
+}  // namespace knn

@@ -1,0 +1,34 @@
+#pragma once
+// The three ways a (case, version) runs, behind one interface: in this process, in an --isolate
+// child process, or sharded over the ranks of mpirun (plan.hpp's Way). Each takes its case as
+// prepare_case made it and returns the version's Result, skips and failures included; the runner
+// hands it to the reporters. Measuring is measure.hpp's, the verdict grade.hpp's.
+#include <memory>
+
+#include "core/environment.hpp"
+#include "core/registry.hpp"
+#include "options.hpp"
+#include "plan.hpp"
+#include "prepare.hpp"
+#include "result.hpp"
+
+namespace knn {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs `v` on the case: calls progress.start(case, v) once, before the version's own work (after
+  // a step of the case it needs first, such as the validation reference), and returns its result.
+  virtual Result run(const VersionDesc& v, Progress& progress) = 0;
+  // Whether the runner ends the case between two versions on an interrupt (SIGINT, SIGTERM).
+  // Sharded ranks stop together inside the measurement instead; skips have nothing to stop.
+  virtual bool stops_between_versions() const { return true; }
+};
+
+// The executor of `way` for `data` (kept by reference), or, when data.skip is set, one that reports
+// every version skipped with that reason. `opts` is the run's (an --isolate child receives them),
+// `measure` the measurement options and `env` the devices and ranks of this process.
+std::unique_ptr<Executor> make_executor(Way way, PreparedCase& data, const RunOptions& opts, const MeasureOptions& measure,
+                                        const Environment& env);
+
+}  // namespace knn

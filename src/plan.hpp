@@ -1,0 +1,52 @@
+#pragma once
+// The plan of a run: every selected (case, version) in the order it runs, each with the way it
+// runs (in this process, in an --isolate child, or sharded over the ranks of mpirun). The runner
+// walks it case by case; nothing here measures or reads data.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "matrix.hpp"
+
+namespace knn {
+
+enum class Way {
+  in_process,  // measured in this process (rank 0 alone under mpirun)
+  isolated,    // --isolate: a child knnbench process per (case, version)
+  sharded,     // under mpirun with several ranks, a version that shards the references: every rank
+};
+const char* to_string(Way w);
+
+struct PlanItem {
+  const VersionDesc* version = nullptr;
+  Way way = Way::in_process;
+};
+
+struct CasePlan {
+  Case c;                    // as the run takes it: --seed applied
+  int validate_queries = 0;  // --validate-queries, else the case's own, else 0 (every query)
+  std::vector<PlanItem> items;  // the sharded versions first (every rank), then the others
+  // The versions run the way `w`, in order.
+  std::vector<const VersionDesc*> versions(Way w) const;
+};
+
+struct Plan {
+  std::vector<CasePlan> cases;
+  int total() const;  // (case, version) items: the progress line's N
+};
+
+// What of the options and of the process decides the plan.
+struct PlanChoices {
+  std::optional<std::uint64_t> seed;  // --seed: every case's data seed
+  int validate_queries = 0;           // --validate-queries (0: each case's own)
+  bool isolate = false;               // --isolate
+  bool many_ranks = false;            // under mpirun with more than one rank
+};
+
+// Every case with every version, in the order given: under several ranks the versions that shard
+// the references run that way (before the others), the rest in this process or, with --isolate,
+// in a child each.
+Plan make_plan(const std::vector<Case>& cases, const std::vector<const VersionDesc*>& versions, const PlanChoices& choices);
+
+}  // namespace knn
