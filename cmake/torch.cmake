@@ -113,6 +113,10 @@ if(KNN_HAVE_TORCH)
   target_compile_definitions(knn_torch PRIVATE $<TARGET_PROPERTY:knn_core,INTERFACE_COMPILE_DEFINITIONS>
                              KNN_TORCH_MODULE=1 KNN_HAVE_TORCH=1 KNN_HAVE_TORCH_CUDA=${KNN_HAVE_TORCH_CUDA})
   target_link_libraries(knn_torch PRIVATE ${TORCH_LIBRARIES} fmt::fmt OpenMP::OpenMP_CXX)
+  # pip's torch ships fmt's headers (a newer fmt than the system's) ahead of the system's on the include
+  # path: the module then refers to that fmt's symbols, which the system's libfmt lacks. fmt header-only
+  # in the module keeps it whole, whichever fmt's headers it sees.
+  target_compile_definitions(knn_torch PRIVATE FMT_HEADER_ONLY=1)
   target_link_options(knn_torch PRIVATE LINKER:--no-undefined)
   separate_arguments(_knn_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
   target_compile_options(knn_torch PRIVATE ${_knn_torch_flags})

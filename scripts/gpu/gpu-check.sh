@@ -37,7 +37,9 @@
 #    against v0 computed live on a sample of queries (the case's validate_queries) instead of skipping them:
 #    for a machine that receives the data files but not the larger answer files)
 #   peers-gpu  v14-v17 beside the GPU peers p-torch and p-torch-direct: cases 8-11 (default.json), 200 and
-#              405 (seeds.json), 500, 501, 510, 512 (real.json, those with data files)
+#              405 (seeds.json), 500, 501, 510, 512 (real.json, those with data files); PEERS_GPU_VERSIONS
+#              (a version list) and PEERS_GPU_SETS ("NAME:CONFIG:CASES ...", CONFIG "real" for real.json
+#              as REAL_TRUTH says) narrow it
 #                                    -> peers-gpu-{default,seeds,real}.{json,md}, their plots (-*.png)
 #   peers-cpu  v0, v10, v12 and every CPU peer (p-torch-cpu included) on all the CPU's cores: the CPU peers
 #              table (default.json 5-7, seeds.json 201, 300, 301 and 450 without v0, peers.json)
@@ -261,11 +263,12 @@ for step in "${steps[@]}"; do
       OUT="$OUT/mpi" BUILD_DIR="$BUILD_DIR" STEPS="${MPI_STEPS:-tests gpupath cpu cpu2 gpu}" scripts/gpu/mpi-check.sh || status=1
       ;;
     peers-gpu)
-      versions=$(registered v14,v15,v16,v17,p-torch,p-torch-direct)
+      versions=$(registered "${PEERS_GPU_VERSIONS:-v14,v15,v16,v17,p-torch,p-torch-direct}")
       [ -n "$versions" ] || { log "peers-gpu: none of its versions is registered: NOT run"; status=1; continue; }
       log "peers-gpu: $versions"
-      for set in default:configs/default.json:8,9,10,11 seeds:configs/seeds.json:200,405 "real:$(real_config):500,501,510,512"; do
+      for set in ${PEERS_GPU_SETS:-default:configs/default.json:8,9,10,11 seeds:configs/seeds.json:200,405 "real:$(real_config):500,501,510,512"}; do
         IFS=: read -r name config ids <<<"$set"
+        [ "$config" = real ] && config=$(real_config)
         cases=$(with_data "$config" "$ids")
         [ -n "$cases" ] || continue
         log "peers-gpu: cases $cases of $config"
