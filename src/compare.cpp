@@ -323,7 +323,7 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
   CLI::App* sub = app.add_subcommand("compare",
                                      "Compare two results files: each (case, version) of B against A.\n"
                                      "Pairs match on case id, case parameters, version and input checksums.");
-  sub->add_option("A", opts.file_a, "Results JSON A, the baseline (e.g. results/h100/default.json)");
+  sub->add_option("A", opts.file_a, "Results JSON A, the baseline (e.g. results/h100/default.json.gz)");
   sub->add_option("B", opts.file_b, "Results JSON B, judged against A (e.g. results/local/<host>-<utc>.json)");
   sub->add_option("--threshold", opts.min_effect_pct, "Minimum effect: a change of the median under PCT percent is SAME")
       ->type_name("PCT")
@@ -349,7 +349,7 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
       "Exit codes (compare): 0 no SLOWER verdict; 1 at least one SLOWER verdict (the report counts them);\n"
       "2 nothing compared (no pair of passing results, with the reason) or a usage error (missing or\n"
       "invalid file, wrong schema_version, bad flag), with a one-line message; 3 an internal error.\n\n"
-      "Example: knnbench compare results/h100/default.json results/local/mybox.json --version v3,v8 --case 8-11");
+      "Example: knnbench compare results/h100/default.json.gz results/local/mybox.json --version v3,v8 --case 8-11");
   return sub;
 }
 

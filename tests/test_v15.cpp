@@ -463,7 +463,7 @@ std::vector<V15Case> collect_cases() {
   // The gate (KNN_V15_COLLECT_TC unset: auto) on its shapes: uniform data takes the tensor cores;
   // clustered data and duplicates either. (These 65 537 clustered rows are sparse enough that the
   // gate counted 1.5 % of the queries and took the tensor cores; the 2^20 clustered shapes of
-  // results/h100/v15/collect-tc/gate/ counted 70-84 % and kept the CUDA cores.) And off.
+  // the gate's run at cd64c59 (docs/v15.md) counted 70-84 % and kept the CUDA cores.) And off.
   for (Distribution dist : {Distribution::uniform, Distribution::clusters, Distribution::duplicates})
     for (int dim : {4, 5}) {
       add(dim, 65536 + 17, 65537, dim == 4 ? 8 : 5, false, dist, kDefaultIntegerMax, "auto", "", 0.f, 131);

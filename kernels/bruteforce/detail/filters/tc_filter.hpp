@@ -36,7 +36,7 @@ inline constexpr int kTcStageRows = 256;
 inline constexpr int kTcSliceDims = 8;  // one m16n8k8 product covers 8 dimensions
 // At most 4 slices (k ≤ 32): the A fragments of 4 tiles stay in registers.
 inline constexpr int kTcMaxDim = 32;
-// The automatic rule (configs/tc-shapes.json on an H100, top-1 of uniform points, filter against
+// The automatic rule (configs/studies/v15-tc.json on an H100, top-1 of uniform points, filter against
 // the fused scan): k = 3 loses at every m and n measured (case 10: 0.69 ms, 0.77 with split values,
 // against 0.64), k = 8 wins (1024 × 2^20: 0.87 against 1.20), k = 16 wins from n = 2^18 (0.52
 // against 0.67) and loses at 2^16 (0.35 against 0.26), and 64 queries tie at the copy floor.
@@ -79,7 +79,7 @@ bool tc_split(int dim);
 // The tensor-core filter keeps each query's topk best keys (tc::offer in tc_filter.cuh), up to
 // this many: every key that enters a list costs up to topk atomics. The fp32 filter keeps topk 1.
 inline constexpr int kFilterMaxTopk = 32;
-// The automatic rule for topk 2..32 (configs/tc-topk-shapes.json and seeds.json on an H100, the
+// The automatic rule for topk 2..32 (configs/studies/v15-filter-topk.json and seeds.json on an H100, the
 // filter against the fused scan, results/h100/v15/filter-topk/): it won at every shape measured
 // from k = 3, m = 1024 and n = 2^18 (1.3x at k 3 with 2^20 queries, 6-12x at k ≥ 16; case 416
 // 0.59 s against 2.05), with split values below 8 dimensions (plain TF32 lost to the scan on
@@ -114,7 +114,7 @@ inline constexpr int kFp32Queries = 8;
 // from 0.48-0.51 to 0.39-0.42 ms and 4096 × 2^20 at k = 7 from 2.83 to 1.89-1.93, lost at 32
 // queries (1.05-1.43×), and from 64 to 512 queries won in one run and lost in the other (by up to 9 %).
 inline constexpr int kFp32StageMinSlots = 32;
-// The automatic rule (configs/fp32-shapes.json on an H100, against the fused scan): k = 1 loses
+// The automatic rule (configs/studies/v15-fp32.json on an H100, against the fused scan): k = 1 loses
 // everywhere (the scan's pair is 2 operations), n = 2^16 loses or ties at every k, 2^20 wins at
 // k = 2, 3, 5, 7 from 32 queries (k = 3, 1024 × 2^20: 0.56 ms against 0.66).
 inline constexpr int kFp32MinDim = 2;

@@ -22,7 +22,7 @@ using Int8Mode = knn::env::Mode;
 // Throws std::invalid_argument naming the variable and the value when it is none of the three.
 inline Int8Mode int8_mode_from_environment() { return knn::env::mode_knob("KNN_V15_INT8"); }
 
-// Below these the fused scan is as fast or faster (configs/int8-shapes.json on an H100, 1024
+// Below these the fused scan is as fast or faster (configs/studies/v15-int8.json on an H100, 1024
 // queries against 2^20 whole-number points, top-10: k = 8 scan 10.3 ms, int8 10.5; k = 16 scan
 // 16.2, int8 11.1; k = 64 with 8 queries scan 6.7, int8 7.3, with 32 queries 7.6 and 7.5): short
 // rows waste the GEMM's 16-column tiles, and a few queries make it a matrix-vector product.
