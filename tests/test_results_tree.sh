@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # results/ stays small and every file in it is cited (results/README.md):
 #   - the files under results/ that git tracks (and new ones it does not ignore; without .git: every
-#     file but results/local/ and raw logs) total at most 5 MiB;
+#     file but results/local/ and raw logs) total at most 5 MB (5 000 000 bytes);
 #   - each of them is named by a doc: its path relative to results/ appears in README.md,
 #     results/README.md, docs/*.md or a kernels/**/README.md, or one of those docs names its folder
 #     (relative to results/, with the trailing slash) and its file name;
@@ -12,7 +12,7 @@
 set -uo pipefail
 src=$2
 cd "$src" || exit 2
-limit=$((5 * 1024 * 1024))
+limit=5000000
 fail=0
 
 if [[ ! -d results ]]; then
@@ -44,7 +44,7 @@ for f in "${files[@]}"; do
   total=$((total + $(stat -c %s "$f")))
 done
 if ((total > limit)); then
-  echo "FAIL: results/ holds $total bytes in ${#files[@]} files ($how), over the limit of $limit (5 MiB). Largest:"
+  echo "FAIL: results/ holds $total bytes in ${#files[@]} files ($how), over the limit of $limit (5 MB). Largest:"
   for f in "${files[@]}"; do printf '%10d %s\n' "$(stat -c %s "$f")" "$f"; done | sort -rn | head -10
   fail=1
 fi
