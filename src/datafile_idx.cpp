@@ -1,4 +1,4 @@
-// The IDX reader (MNIST's and Fashion-MNIST's format), gzipped or not. An IDX file is a 4-byte
+// The IDX reader (MNIST's and Fashion-MNIST's format), gzipped (named .gz) or not. An IDX file is a 4-byte
 // magic (0x00 0x00, an element type, the number of dimensions), one big-endian uint32 per dimension,
 // then the elements, big-endian, row-major. Dimension 0 is the items (rows); the product of the
 // others is k (28 × 28 = 784 for an image, 1 for a label).
@@ -30,35 +30,35 @@ const char* idx_type_name(unsigned t) {
   return "no IDX type";
 }
 
-// zlib's gz* functions read a plain file as it is, so one reader serves .gz and uncompressed files.
-class GzReader {
+// An IDX file's bytes: gunzipped when its name ends in ".gz", as they are otherwise. The name
+// decides, and the content must agree: a plain file named .gz, or gzip data under another name, is
+// refused (zlib's gz* functions would read either silently), as is anything after the gzip stream.
+class IdxBytes {
  public:
-  explicit GzReader(const std::string& path) : path_(path) {
-    errno = 0;
-    g_ = gzopen(path.c_str(), "rb");
-    if (!g_) refuse(path, fmt::format("cannot open ({}): expected a readable IDX file", errno ? std::strerror(errno) : "out of memory"));
-    gzbuffer(g_, 1u << 18);
+  explicit IdxBytes(const std::string& path) : path_(path), f_(path), gz_(lower_extension(path) == ".gz") {
+    unsigned char magic[2] = {0, 0};
+    const std::uint64_t got = f_.read_some(0, magic, 2);
+    const bool gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (gz_ && f_.size() == 0) refuse(path, "empty file: expected gzip-compressed IDX data (the name ends in .gz)");
+    if (gz_ && !gzip)
+      refuse(path, fmt::format("byte 0: 0x{:02x} 0x{:02x} is not gzip's magic 0x1f 0x8b, but the name ends in .gz: expected gzip-compressed IDX data "
+                               "(an uncompressed IDX file must not be named .gz)", magic[0], got > 1 ? magic[1] : 0));
+    if (!gz_ && gzip)
+      refuse(path, "byte 0: gzip's magic 0x1f 0x8b in a file whose name does not end in .gz: expected uncompressed IDX data (name a gzipped one ….gz)");
+    if (!gz_) return;
+    in_.resize(kReadChunk);
+    if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) refuse(path, "zlib cannot start decompressing (out of memory)");
   }
-  ~GzReader() { gzclose(g_); }
-  GzReader(const GzReader&) = delete;
-  GzReader& operator=(const GzReader&) = delete;
+  ~IdxBytes() {
+    if (gz_) inflateEnd(&z_);
+  }
+  IdxBytes(const IdxBytes&) = delete;
+  IdxBytes& operator=(const IdxBytes&) = delete;
 
-  // Up to `bytes` decompressed bytes; fewer only at the end of the data. A cut or corrupt gzip
+  // Up to `bytes` (decompressed) bytes; fewer only at the end of the data. A cut or corrupt gzip
   // stream is refused with the offset (in decompressed bytes) where it broke.
   std::uint64_t read(void* dst, std::uint64_t bytes) {
-    auto* p = static_cast<unsigned char*>(dst);
-    std::uint64_t done = 0;
-    while (done < bytes) {
-      const int got = gzread(g_, p + done, unsigned(std::min<std::uint64_t>(bytes - done, 1u << 30)));
-      if (got <= 0) {
-        int err = Z_OK;
-        const char* msg = gzerror(g_, &err);
-        if (got < 0 || err != Z_OK)
-          refuse(path_, fmt::format("gzip data broken after {} decompressed bytes ({}): the file is truncated or corrupt", offset_ + done, msg));
-        break;
-      }
-      done += std::uint64_t(got);
-    }
+    const std::uint64_t done = gz_ ? inflate_some(static_cast<unsigned char*>(dst), bytes) : f_.read_some(offset_, dst, bytes);
     offset_ += done;
     return done;
   }
@@ -66,15 +66,64 @@ class GzReader {
   std::uint64_t offset() const { return offset_; }
 
  private:
+  std::uint64_t inflate_some(unsigned char* dst, std::uint64_t bytes) {
+    std::uint64_t done = 0;
+    while (done < bytes && !ended_) {
+      if (z_.avail_in == 0) {
+        const std::uint64_t got = f_.read_some(at_, in_.data(), in_.size());
+        if (got == 0) broken(done, fmt::format("the gzip stream stops at byte {} of {}", at_, f_.size()));
+        z_.next_in = in_.data();
+        z_.avail_in = unsigned(got);
+        at_ += got;
+      }
+      const std::uint64_t want = std::min<std::uint64_t>(bytes - done, 1u << 30);
+      z_.next_out = dst + done;
+      z_.avail_out = unsigned(want);
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      done += want - z_.avail_out;
+      if (rc == Z_STREAM_END) member_end(done);
+      else if (rc != Z_OK) broken(done, z_.msg ? z_.msg : zError(rc));
+    }
+    return done;
+  }
+
+  // The end of one gzip member: the file ends here, or another member follows (gzip -c a b > ab);
+  // anything else is junk that a reader of the stream alone would silently drop.
+  void member_end(std::uint64_t done) {
+    const std::uint64_t end = at_ - z_.avail_in;
+    z_.avail_in = 0;
+    at_ = end;
+    if (end == f_.size()) {
+      ended_ = true;
+      return;
+    }
+    unsigned char next[2] = {0, 0};
+    if (f_.read_some(end, next, 2) == 2 && next[0] == 0x1f && next[1] == 0x8b) {
+      inflateReset(&z_);
+      return;
+    }
+    refuse(path_, fmt::format("byte {}: {} bytes after the end of the gzip stream (after {} decompressed bytes), starting 0x{:02x}: "
+                              "expected the file to end with the stream (or another gzip member)", end, f_.size() - end, offset_ + done, next[0]));
+  }
+
+  [[noreturn]] void broken(std::uint64_t done, const std::string& why) const {
+    refuse(path_, fmt::format("gzip data broken after {} decompressed bytes ({}): the file is truncated or corrupt", offset_ + done, why));
+  }
+
   std::string path_;
-  gzFile g_ = nullptr;
-  std::uint64_t offset_ = 0;
+  File f_;
+  bool gz_;
+  z_stream z_{};
+  std::vector<unsigned char> in_;
+  std::uint64_t at_ = 0;      // the next compressed byte to read from the file
+  std::uint64_t offset_ = 0;  // decompressed bytes handed out
+  bool ended_ = false;
 };
 
 std::uint32_t be32(const unsigned char* b) { return std::uint32_t(b[0]) << 24 | std::uint32_t(b[1]) << 16 | std::uint32_t(b[2]) << 8 | b[3]; }
 
 // Reads and checks the magic and the dimensions; leaves `in` at the first element.
-DataFileInfo read_header(const std::string& path, GzReader& in, DataFileInfo info) {
+DataFileInfo read_header(const std::string& path, IdxBytes& in, DataFileInfo info) {
   unsigned char magic[4];
   const std::uint64_t got = in.read(magic, 4);
   if (got == 0) refuse(path, "empty file: expected an IDX file (magic 0x00 0x00, a type byte, a dimension count)");
@@ -106,7 +155,7 @@ std::uint64_t element_bytes(unsigned type) { return type == kIdxFloat32 ? 4 : 1;
 }  // namespace
 
 DataFileInfo inspect_idx(const std::string& path, DataFileInfo info) {
-  GzReader in(path);
+  IdxBytes in(path);
   info = read_header(path, in, info);
   // The data length is known only once decompressed: read it through, allocating one chunk.
   const unsigned __int128 need = (unsigned __int128)info.rows * info.cols * element_bytes(info.idx_type);
@@ -124,7 +173,7 @@ DataFileInfo inspect_idx(const std::string& path, DataFileInfo info) {
 }
 
 void read_idx(const DataFileInfo& info, float* out) {
-  GzReader in(info.path);
+  IdxBytes in(info.path);
   const DataFileInfo now = read_header(info.path, in, info);
   if (now.rows != info.rows || now.cols != info.cols || now.idx_type != info.idx_type)
     refuse(info.path, fmt::format("{} items of {} values, was {} of {} when the matrix was loaded: the file changed since", now.rows, now.cols,
