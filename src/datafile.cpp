@@ -188,7 +188,8 @@ DataFileInfo inspect_data_file(const std::string& path, std::uint64_t raw_cols) 
 
 void expect_shape(const DataFileInfo& info, std::uint64_t rows, const char* rows_name, std::uint64_t cols) {
   if (info.rows != rows || info.cols != cols)
-    refuse(info.path, fmt::format("{} rows of {} floats: expected {} = {} rows of k = {}", info.rows, info.cols, rows_name, rows, cols));
+    refuse(info.path, fmt::format("{} rows of {} floats: expected {} = {} rows of k = {}{}", info.rows, info.cols, rows_name, rows, cols,
+                                  info.format == DataFormat::csv ? csv_header_note(info) : std::string()));
 }
 
 void read_data_file(const DataFileInfo& info, float* out) {
@@ -212,19 +213,29 @@ void read_data_file(const DataFileInfo& info, float* out) {
   else read_dense(info, f, out);
 }
 
-bool read_ground_truth(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out, std::string& why) {
-  const DataFormat format = data_format_of(path);
-  if (format == DataFormat::hdf5) return read_hdf5_neighbors(path, m, n, topk, out, why);
-  if (format != DataFormat::npy) {
-    why = std::string("no ground truth in a ") + to_string(format) + " file";
-    return false;
-  }
-  const File f(path);
+namespace {
+// A ground truth's .npy header, checked against the case; `f` is left open for reading the indices.
+DataFileInfo inspect_npy_truth(const std::string& path, const File& f, std::uint64_t m, int topk) {
+  if (data_format_of(path) != DataFormat::npy) refuse(path, "expected an int32 .npy file of neighbour indices (m rows) as ground truth");
   DataFileInfo info;
   info.path = path;
   info = inspect_npy(path, f, info, true);
-  if (info.rows != m || info.cols < std::uint64_t(topk))
-    refuse(path, fmt::format("{} rows of {} neighbour indices: expected m = {} rows of at least topk = {}", info.rows, info.cols, m, topk));
+  expect_truth_shape(path, info.rows, info.cols, m, topk);
+  return info;
+}
+}  // namespace
+
+bool inspect_ground_truth(const std::string& path, std::uint64_t m, int topk) {
+  if (data_format_of(path) == DataFormat::hdf5) return inspect_hdf5_neighbors(path, m, topk);
+  const File f(path);
+  inspect_npy_truth(path, f, m, topk);
+  return true;
+}
+
+bool read_ground_truth(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out) {
+  if (data_format_of(path) == DataFormat::hdf5) return read_hdf5_neighbors(path, m, n, topk, out);
+  const File f(path);
+  const DataFileInfo info = inspect_npy_truth(path, f, m, topk);
   std::vector<std::int32_t> all(info.rows * info.cols);
   f.read_at(info.data_offset, all.data(), all.size() * 4);
   first_columns(path, all, info.cols, m, n, topk, out);

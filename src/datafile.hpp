@@ -38,13 +38,15 @@ std::string data_file_on_disk(const std::string& path);
 // Whether this build reads HDF5 files (libhdf5 found at build time).
 bool built_with_hdf5();
 
-// The ground truth an HDF5 file holds beside a queries dataset: its "neighbors" dataset (ann-benchmarks'
-// layout, int32, m rows sorted by distance). True, with m × topk indices in `out`, when the file of
-// `queries_path` (an HDF5 path) has "neighbors" of m rows and at least topk columns; false with `why`
-// empty when it has none, and false with the reason when it has one that cannot be used (too few
-// columns, a format without ground truth). Indices outside [0, n) are refused (ConfigError).
-bool read_ground_truth(const std::string& queries_path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out,
-                       std::string& why);
+// Ground truth: a case's ground_truth_file (an int32 .npy) or the "neighbors" dataset an HDF5 queries
+// file holds beside its queries (ann-benchmarks' layout: m rows sorted by distance, int32 or int64).
+// Either must have m rows and at least topk columns; anything else is refused (ConfigError) with one
+// wording: "PATH: 10000 rows of 10 neighbour indices: expected m = 10000 rows of at least topk = 100".
+// inspect_ground_truth reads only the shape (the matrix loader calls it, before any case runs);
+// read_ground_truth fills `out` with m × topk indices, each in [0, n) (one outside is named with the
+// value the file holds). Both return false, and read nothing, for an HDF5 file without "neighbors".
+bool inspect_ground_truth(const std::string& path, std::uint64_t m, int topk);
+bool read_ground_truth(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out);
 
 // Learns the shape of a data file. Raw float32 files have no header, so their row length comes
 // from `raw_cols` (the case's k); the other formats ignore it.

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -142,7 +143,34 @@ bool is_header(std::string_view line) {
 
 std::string csv_at(const std::string& path, std::uint64_t line, std::size_t column) { return fmt::format("{}:{}:{}", shown(path), line, column); }
 
+constexpr const char* kCsvExpected = "expected numbers separated by ',', one row per line, lines ending in \\n or \\r\\n";
+constexpr const char* kHeaderTaken = "line 1, which holds no number, was taken as a header";
+
+// What makes a line no row of this reader: another delimiter, quotes, a lone CR (a file with
+// CR-only line ends is one long line). 0 when the line is fine, else the 1-based column and why.
+std::pair<std::size_t, std::string> line_problem(std::string_view line, bool header_line) {
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (ch == '\r') return {i + 1, "a carriage return (CR) inside the line: lines must end in \\n or \\r\\n (CR alone, old Mac line ends, does not end a line)"};
+    if (header_line) continue;  // a header may hold anything but a lone CR
+    if (ch == ';') return {i + 1, "';' between values: fields must be separated by ',' (not ';')"};
+    if (ch == '"' || ch == '\'') return {i + 1, fmt::format("a quote ({}): values must be unquoted numbers", ch)};
+  }
+  if (header_line) return {0, ""};
+  std::pair<std::size_t, std::string> inner{0, ""};  // a tab or space inside a field: another delimiter
+  for_each_field(line, [&](const Field& f) {
+    const auto gap = f.token.find_first_of(" \t");
+    if (inner.first == 0 && gap != std::string_view::npos)
+      inner = {f.column + gap, fmt::format("{} between values: fields must be separated by ','", f.token[gap] == '\t' ? "a tab" : "a space")};
+  });
+  return inner;
+}
+
 }  // namespace
+
+std::string csv_header_note(const DataFileInfo& info) {
+  return info.csv_first_row_line > 1 ? fmt::format(" (read as CSV, {}; {})", kCsvExpected, kHeaderTaken) : std::string();
+}
 
 DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo info) {
   LineReader lines(path, f);
@@ -152,6 +180,8 @@ DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo in
   while (lines.next(line)) {
     const std::uint64_t no = lines.line_number();
     if (no == 1 && !blank(line) && is_header(line)) {
+      if (const auto [column, why] = line_problem(line, true); column != 0)
+        throw ConfigError(fmt::format("{}: {} ({})", csv_at(path, no, column), why, kCsvExpected));
       header = true;
       continue;
     }
@@ -159,6 +189,8 @@ DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo in
       if (blank_line == 0) blank_line = no;
       continue;
     }
+    if (const auto [column, why] = line_problem(line, false); column != 0)
+      throw ConfigError(fmt::format("{}: {} ({}{})", csv_at(path, no, column), why, kCsvExpected, header ? std::string("; ") + kHeaderTaken : std::string()));
     if (blank_line != 0)
       throw ConfigError(fmt::format("{}: line {} is blank, then line {} holds a row: expected one row per line, blank lines only at the end",
                                     csv_at(path, blank_line, 1), blank_line, no));
@@ -196,7 +228,7 @@ void read_csv(const DataFileInfo& info, const File& f, float* out) {
       if (p == Parsed::not_a_number)
         throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}): expected a number", where, tok, row, coord));
       if (p == Parsed::out_of_range)
-        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}) is beyond float32 range: expected finite float32 values", where, tok, row, coord));
+        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}) overflows float32 (beyond float32 range, largest ±{:g}): expected finite float32 values", where, tok, row, coord, double(FLT_MAX)));
       if (!std::isfinite(v))
         throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}) is {}: expected finite float32 values", where, tok, row, coord, non_finite_name(v)));
       out[row * info.cols + coord] = v;

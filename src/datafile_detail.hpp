@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 #include "core/errors.hpp"
 #include "datafile.hpp"
@@ -117,23 +118,36 @@ inline std::string lower_extension(const std::string& path) {
   return ext;
 }
 
-// The first topk of `cols` neighbour indices per row of `all` (m rows), each checked to be in [0, n).
-inline void first_columns(const std::string& path, const std::vector<std::int32_t>& all, std::uint64_t cols, std::uint64_t m, std::uint64_t n,
-                          int topk, std::vector<std::int32_t>& out) {
+// The one refusal of a ground truth whose shape does not serve the case, for every format that holds one.
+inline void expect_truth_shape(const std::string& path, std::uint64_t rows, std::uint64_t cols, std::uint64_t m, int topk) {
+  if (rows != m || cols < std::uint64_t(topk))
+    refuse(path, fmt::format("{} rows of {} neighbour indices: expected m = {} rows of at least topk = {}", rows, cols, m, topk));
+}
+
+// The first topk of `cols` neighbour indices per row of `all` (m rows), each checked to be in [0, n);
+// an index out of range is named with the value the file holds (T: the file's integer type, read unconverted).
+template <class T>
+void first_columns(const std::string& path, const std::vector<T>& all, std::uint64_t cols, std::uint64_t m, std::uint64_t n, int topk,
+                   std::vector<std::int32_t>& out) {
   out.resize(m * std::uint64_t(topk));
   for (std::uint64_t q = 0; q < m; ++q)
     for (int j = 0; j < topk; ++j) {
-      const std::int32_t i = all[q * cols + std::uint64_t(j)];
-      if (i < 0 || std::uint64_t(i) >= n) refuse(path, fmt::format("row {} column {}: index {}: expected an index in [0, {})", q, j, i, n));
-      out[q * std::uint64_t(topk) + std::uint64_t(j)] = i;
+      const T i = all[q * cols + std::uint64_t(j)];
+      bool negative = false;
+      if constexpr (std::is_signed_v<T>) negative = i < 0;
+      if (negative || std::uint64_t(i) >= n) refuse(path, fmt::format("row {} column {}: index {}: expected an index in [0, {})", q, j, i, n));
+      out[q * std::uint64_t(topk) + std::uint64_t(j)] = std::int32_t(i);
     }
 }
 
 // The readers of each format (datafile_npy.cpp, datafile_csv.cpp, datafile.cpp).
 DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo info, bool int32 = false);  // int32: '<i4', else '<f4'
-bool read_hdf5_neighbors(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out, std::string& why);
+bool read_hdf5_neighbors(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out);
+bool inspect_hdf5_neighbors(const std::string& path, std::uint64_t m, int topk);  // the shape only; false: no "neighbors"
 DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo info);
 void read_csv(const DataFileInfo& info, const File& f, float* out);
+// " (read as CSV, expected …; line 1, which holds no number, was taken as a header)" when it was, else "".
+std::string csv_header_note(const DataFileInfo& info);
 DataFileInfo inspect_idx(const std::string& path, DataFileInfo info);  // datafile_idx.cpp
 void read_idx(const DataFileInfo& info, float* out);
 DataFileInfo inspect_hdf5(DataFileInfo info);                           // datafile_hdf5.cpp

@@ -73,6 +73,19 @@ void read_all(const DataFileInfo& info, hid_t file, hid_t mem_type, void* out) {
     refuse(info.path, fmt::format("HDF5 cannot read dataset \"{}\": the file is truncated or corrupt", info.dataset));
 }
 
+// One value of the dataset as float64, unconverted to float32 (for messages).
+double value_at(const DataFileInfo& info, hid_t file, std::uint64_t row, std::uint64_t col) {
+  const Hid d{H5Dopen2(file, info.dataset.c_str(), H5P_DEFAULT), H5Dclose};
+  const Hid space{H5Dget_space(d.id), H5Sclose};
+  const hsize_t start[2] = {row, col}, one[2] = {1, 1};
+  const Hid mem{H5Screate_simple(2, one, nullptr), H5Sclose};
+  double v = 0;
+  if (H5Sselect_hyperslab(space.id, H5S_SELECT_SET, start, nullptr, one, nullptr) < 0 ||
+      H5Dread(d.id, H5T_NATIVE_DOUBLE, mem.id, space.id, H5P_DEFAULT, &v) < 0)
+    refuse(info.path, fmt::format("HDF5 cannot read dataset \"{}\": the file is truncated or corrupt", info.dataset));
+  return v;
+}
+
 }  // namespace
 
 DataFileInfo inspect_hdf5(DataFileInfo info) {
@@ -90,9 +103,14 @@ void read_hdf5(const DataFileInfo& info, float* out) {
   read_all(info, f.id, H5T_NATIVE_FLOAT, out);  // HDF5 converts float64 and big-endian data
   const std::uint64_t count = info.rows * info.cols;
   const std::size_t bad = first_non_finite(out, std::size_t(count));
-  if (bad < count)
-    refuse(info.path, fmt::format("{} in dataset \"{}\" (row {}, coordinate {}): expected finite values", non_finite_name(out[bad]), info.dataset,
-                                  bad / info.cols, bad % info.cols));
+  if (bad == count) return;
+  const std::uint64_t row = bad / info.cols, col = bad % info.cols;
+  // A float64 beyond float32's range became an infinity in the conversion: say what the file holds.
+  const double held = value_at(info, f.id, row, col);
+  if (std::isfinite(held))
+    refuse(info.path, fmt::format("{:g} in dataset \"{}\" (row {}, coordinate {}) overflows float32 (largest ±{:g}): expected values within float32 range",
+                                  held, info.dataset, row, col, double(FLT_MAX)));
+  refuse(info.path, fmt::format("{} in dataset \"{}\" (row {}, coordinate {}): expected finite values", non_finite_name(out[bad]), info.dataset, row, col));
 }
 
 }  // namespace datafile_detail
@@ -100,26 +118,45 @@ void read_hdf5(const DataFileInfo& info, float* out) {
 bool built_with_hdf5() { return true; }
 
 namespace datafile_detail {
-bool read_hdf5_neighbors(const std::string& queries_path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out,
-                         std::string& why) {
+namespace {
+DataFileInfo neighbors_of(const std::string& queries_path) {
   DataFileInfo info;
   info.file = data_file_on_disk(queries_path);
   info.path = info.file + ":neighbors";
   info.dataset = "neighbors";
+  return info;
+}
+// Whether the file has "neighbors"; when it has, their shape (in `info`) is checked against the case.
+bool has_neighbors(hid_t file, std::uint64_t m, int topk, DataFileInfo& info) {
+  if (H5Lexists(file, "neighbors", H5P_DEFAULT) <= 0) return false;  // no ground truth: nothing to check
+  info = shape_of(file, info, false);
+  expect_truth_shape(info.path, info.rows, info.cols, m, topk);
+  return true;
+}
+}  // namespace
+
+bool inspect_hdf5_neighbors(const std::string& queries_path, std::uint64_t m, int topk) {
+  DataFileInfo info = neighbors_of(queries_path);
   const Hid f{open_file(info), H5Fclose};
-  if (H5Lexists(f.id, "neighbors", H5P_DEFAULT) <= 0) {
-    why.clear();  // no ground truth: nothing to report
-    return false;
+  return has_neighbors(f.id, m, topk, info);
+}
+
+bool read_hdf5_neighbors(const std::string& queries_path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out) {
+  DataFileInfo info = neighbors_of(queries_path);
+  const Hid f{open_file(info), H5Fclose};
+  if (!has_neighbors(f.id, m, topk, info)) return false;
+  // Read unnarrowed (HDF5 would clamp 3000000000 to 2147483647): an index out of range is named as the file holds it.
+  const Hid d{H5Dopen2(f.id, "neighbors", H5P_DEFAULT), H5Dclose};
+  const Hid type{H5Dget_type(d.id), H5Tclose};
+  if (H5Tget_sign(type.id) == H5T_SGN_NONE) {
+    std::vector<std::uint64_t> all(info.rows * info.cols);
+    read_all(info, f.id, H5T_NATIVE_UINT64, all.data());
+    first_columns(info.path, all, info.cols, m, n, topk, out);
+  } else {
+    std::vector<std::int64_t> all(info.rows * info.cols);
+    read_all(info, f.id, H5T_NATIVE_INT64, all.data());
+    first_columns(info.path, all, info.cols, m, n, topk, out);
   }
-  info = shape_of(f.id, info, false);
-  if (info.rows != m) refuse(info.path, fmt::format("{} rows: expected one per query, m = {}", info.rows, m));
-  if (info.cols < std::uint64_t(topk)) {
-    why = fmt::format("\"neighbors\" in {} has {} columns, fewer than topk = {}", info.file, info.cols, topk);
-    return false;
-  }
-  std::vector<std::int32_t> all(info.rows * info.cols);
-  read_all(info, f.id, H5T_NATIVE_INT32, all.data());
-  first_columns(info.path, all, info.cols, m, n, topk, out);
   return true;
 }
 }  // namespace datafile_detail
@@ -137,9 +174,8 @@ void read_hdf5(const DataFileInfo& info, float*) { no_hdf5(info.path); }
 bool built_with_hdf5() { return false; }
 
 namespace datafile_detail {
-bool read_hdf5_neighbors(const std::string& queries_path, std::uint64_t, std::uint64_t, int, std::vector<std::int32_t>&, std::string&) {
-  no_hdf5(queries_path);
-}
+bool read_hdf5_neighbors(const std::string& queries_path, std::uint64_t, std::uint64_t, int, std::vector<std::int32_t>&) { no_hdf5(queries_path); }
+bool inspect_hdf5_neighbors(const std::string& queries_path, std::uint64_t, int) { no_hdf5(queries_path); }
 }  // namespace datafile_detail
 
 #endif

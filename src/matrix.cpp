@@ -127,6 +127,19 @@ struct Checker {
       throw ConfigError(fmt::format("{}: {}: {}", file, path, e.what()));
     }
   }
+
+  // Every ground truth's shape (m rows, at least topk columns; the header only) now, before any case
+  // runs: a case that cannot validate stops the matrix at load and in --list, not after hours of others.
+  void truth_shape(const Case& cs, const std::string& p) const {
+    if (!cs.missing_data.empty()) return;  // skipped with the command that fetches its files
+    const bool own = !cs.ground_truth_path.empty();
+    if (!own && (cs.queries_path.empty() || data_format_of(cs.queries_path) != DataFormat::hdf5)) return;
+    try {
+      inspect_ground_truth(own ? cs.ground_truth_path : cs.queries_path, std::uint64_t(cs.m), cs.topk);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}: case {}: ground truth: {}", file, p + (own ? "/ground_truth_file" : "/queries_file"), cs.id, e.what()));
+    }
+  }
 };
 
 }  // namespace
@@ -277,6 +290,7 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
         cs.missing_data = fmt::format("ground truth {} not found: fetch it with {}", std::filesystem::path(cs.ground_truth_path).lexically_normal().string(), cs.fetch);
       }
     }
+    c.truth_shape(cs, p);
     mx.cases.push_back(std::move(cs));
   }
   return mx;
@@ -328,8 +342,18 @@ Matrix adhoc_matrix(const std::map<std::string, std::string>& fields) {
   try {
     return parse_matrix(doc.dump(), kAdhocMatrixFile);
   } catch (const ConfigError& e) {
-    // "command line: /cases/0/n: 0: expected ..." names the flag instead: "--n: 0: expected ...".
     std::string msg = e.what();
+    // topk against n: both flags, and the default when --topk was not given (no "/defaults/topk").
+    const bool sj = c.value("self_join", false);
+    for (const char* path : {"/defaults/topk:", "/cases/0/topk:"})
+      if (msg.rfind(std::string(kAdhocMatrixFile) + ": " + path, 0) == 0 && c["n"].is_number_integer() && (!c.contains("topk") || c["topk"].is_number_integer())) {
+        const long long n = c["n"].get<long long>(), topk = c.contains("topk") ? c["topk"].get<long long>() : 1;
+        if (topk <= n - (sj ? 1 : 0)) break;
+        throw ConfigError(fmt::format("--topk: {}{}: expected topk ≤ n{} = {} (--n {}{}): give a larger --n or a smaller --topk", topk,
+                                      c.contains("topk") ? "" : " (the default)", sj ? " − 1" : "", n - (sj ? 1 : 0), n,
+                                      sj ? " --self-join: a self-join excludes the point itself" : ""));
+      }
+    // "command line: /cases/0/n: 0: expected ..." names the flag instead: "--n: 0: expected ...".
     const std::string head = std::string(kAdhocMatrixFile) + ": /cases/0/";
     if (msg.rfind(head, 0) == 0) {
       msg = msg.substr(head.size());

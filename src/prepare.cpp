@@ -56,7 +56,6 @@ const Reference* PreparedCase::reference(Progress& progress) {
     progress.step(c, "validation reference (v0 on every core)");
     reference_ = compute_reference(problem, validate_queries_);
     if (truth_) reference_->also = &*truth_;
-    else reference_->name += truth_unused_;  // a ground truth file not used is said, never silent
   }
   return reference_ ? &*reference_ : nullptr;
 }
@@ -93,27 +92,21 @@ void PreparedCase::prepare_here(const Matrix& mx, HostMemory mode, bool validate
 }
 
 void PreparedCase::read_truth(const Matrix& mx) {
-  // The case's ground_truth_file, else an HDF5 queries file's own "neighbors".
+  // The case's ground_truth_file, else an HDF5 queries file's own "neighbors" (their shape was
+  // checked when the matrix was loaded; read_ground_truth checks it again, and every index).
   const std::string truth = !c.ground_truth_path.empty() ? c.ground_truth_path
                             : !c.queries_path.empty() && data_format_of(c.queries_path) == DataFormat::hdf5 ? c.queries_path
                                                                                                          : std::string();
   if (truth.empty()) return;
   Reference file_truth;
-  std::string no_truth;
-  bool has_truth = false;
   try {
-    has_truth = read_ground_truth(truth, std::uint64_t(c.m), std::uint64_t(c.n), c.topk, file_truth.indices, no_truth);
+    if (!read_ground_truth(truth, std::uint64_t(c.m), std::uint64_t(c.n), c.topk, file_truth.indices)) return;  // HDF5 without "neighbors"
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("{}: case {}: ground truth: {}", mx.file, c.id, e.what()));
   }
-  const std::string file = c.ground_truth_file.empty() ? data_file_on_disk(c.queries_file) : c.ground_truth_file;
-  if (has_truth) {
-    file_truth.name = c.ground_truth_file.empty() ? "neighbors of " + file : file;
-    for (int q = 0; q < c.m; ++q) file_truth.rows.push_back(q);
-    truth_ = std::move(file_truth);
-  } else if (!no_truth.empty() || !c.ground_truth_path.empty()) {
-    truth_unused_ = fmt::format(" ({} not used: {})", file, no_truth.empty() ? std::string("it holds no \"neighbors\" dataset") : no_truth);
-  }
+  file_truth.name = c.ground_truth_file.empty() ? "neighbors of " + data_file_on_disk(c.queries_file) : c.ground_truth_file;
+  for (int q = 0; q < c.m; ++q) file_truth.rows.push_back(q);
+  truth_ = std::move(file_truth);
 }
 
 std::unique_ptr<PreparedCase> prepare_case(const Matrix& mx, const CasePlan& cp, Way way, const Environment& env,

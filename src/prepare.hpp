@@ -67,8 +67,7 @@ class PreparedCase {
   int validate_queries_ = 0;
   bool reference_due_ = false;              // validated in this process and not computed yet
   std::optional<Reference> reference_;
-  std::optional<Reference> truth_;          // the data file's own ground truth (HDF5 "neighbors"), when it has one
-  std::string truth_unused_;                // why a ground truth file was not used, for the reference's name
+  std::optional<Reference> truth_;          // the case's ground truth file, or its HDF5 queries file's "neighbors"
 };
 
 // Makes case `cp.c` ready for its versions run the way `way`: in this process every input is
