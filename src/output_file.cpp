@@ -11,6 +11,7 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "core/errors.hpp"
 
@@ -49,12 +50,89 @@ int named_descriptor(const std::string& path) {
   return -1;
 }
 
+// Streams check_output found with a reader, held open (their target -> descriptor) until their write.
+std::map<std::string, int> held_streams;
+
+const char* kind_of(const struct stat& st) {
+  return S_ISDIR(st.st_mode)    ? "a directory"
+         : S_ISSOCK(st.st_mode) ? "a socket"
+         : S_ISBLK(st.st_mode)  ? "a block device"
+         : S_ISLNK(st.st_mode)  ? "a symbolic link"
+         : S_ISFIFO(st.st_mode) ? "a FIFO"
+         : S_ISCHR(st.st_mode)  ? "a character device"
+         : S_ISREG(st.st_mode)  ? "a regular file"
+                                : "not a regular file";
+}
+
+// A FIFO or character device opened for writing without waiting for a reader (a FIFO without one is
+// ENXIO, said in words), then made blocking for the write itself; a held one is taken back.
+int open_stream(const std::string& target, const std::string& who) {
+  if (const auto it = held_streams.find(target); it != held_streams.end()) {
+    const int fd = it->second;
+    held_streams.erase(it);
+    return fd;
+  }
+  const int fd = ::open(target.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 && errno == ENXIO && ::stat(target.c_str(), &st) == 0 && S_ISFIFO(st.st_mode))
+    throw ConfigError(fmt::format("{}: a FIFO with no reader ({}): start its reader first, or name a file", who, std::strerror(ENXIO)));
+  if (fd < 0) fail(who, "cannot open for writing", errno);
+  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+// write_all with SIGPIPE blocked: a reader gone is EPIPE, an error naming the path, not a signal
+// that ends the run; the SIGPIPE it raised is taken back before the mask is restored.
+void write_stream(int fd, const std::string& content, const std::string& path) {
+  sigset_t pipe_only, old, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  std::string error;
+  try {
+    write_all(fd, content, path);
+  } catch (const ConfigError& e) {
+    error = e.what();
+  }
+  if (::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&old, SIGPIPE)) {
+    const timespec now{0, 0};
+    ::sigtimedwait(&pipe_only, nullptr, &now);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!error.empty()) throw ConfigError(error);
+}
+
+// The folder of an output (created when missing) takes a new file: a probe is created and removed.
+void probe_folder(const std::string& who, const fs::path& folder) {
+  const fs::path dir = folder.empty() ? fs::path(".") : folder;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail(who, fmt::format("cannot create the folder {}", dir.string()), ec.value());
+  const std::string probe = (dir / fmt::format(".knnbench-probe.{}", ::getpid())).string();
+  ::unlink(probe.c_str());  // a probe of a dead process with this pid (never followed: unlink takes the name)
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) fail(who, fmt::format("the folder {} cannot take a new file", dir.string()), errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// Who a file is: device and inode when it exists (so links and hard links meet), else its path made
+// canonical as far as it exists.
+std::string identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return fmt::format("inode {}:{}", st.st_dev, st.st_ino);
+  std::error_code ec;
+  return "path " + fs::weakly_canonical(path, ec).string();
+}
+
 }  // namespace
 
-void write_all(int fd, const std::string& content, const std::string& path) {
+void write_all(int fd, const std::string& content, const std::string& path) { write_all(fd, content.data(), content.size(), path); }
+
+void write_all(int fd, const char* data, std::size_t size, const std::string& path) {
   std::size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) fail(path, "write failed", n < 0 ? errno : EIO);
     done += std::size_t(n);
@@ -80,17 +158,16 @@ bool rewritable_output(const std::string& path) {
 
 void write_output_file(const std::string& path, const std::string& content) {
   if (const int fd = named_descriptor(path); fd >= 0) {
-    write_all(fd, content, path == "-" ? "standard output" : path);
+    write_stream(fd, content, path == "-" ? "standard output" : path);
     return;
   }
   const std::string target = resolve(path);
   struct stat st {};
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {  // write through; never replace the node
-      const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd < 0) fail(path, "cannot open for writing", errno);
+      const int fd = open_stream(target, path);
       try {
-        write_all(fd, content, path);
+        write_stream(fd, content, path);
       } catch (...) {
         ::close(fd);
         throw;
@@ -98,8 +175,7 @@ void write_output_file(const std::string& path, const std::string& content) {
       if (::close(fd) != 0) fail(path, "write failed", errno);
       return;
     }
-    const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISSOCK(st.st_mode) ? "a socket" : S_ISBLK(st.st_mode) ? "a block device" : "not a regular file";
-    throw ConfigError(fmt::format("{}: is {}: expected a file to write", path, kind));
+    throw ConfigError(fmt::format("{}: is {}: expected a file to write", path, kind_of(st)));
   }
   const fs::path where(target);
   if (where.has_parent_path()) {
@@ -145,6 +221,85 @@ void refuse_same_files(const std::vector<std::pair<std::string, std::string>>& n
     }
 }
 
+std::string control_characters_in(const std::string& path) {
+  if (std::none_of(path.begin(), path.end(), [](char c) { return (unsigned char)c < 0x20 || c == 0x7f; })) return "";
+  std::string shown;
+  for (const char c : path)
+    shown += (unsigned char)c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", (unsigned char)c) : std::string(1, c);
+  return shown;
+}
+
+void refuse_control_characters(const std::string& flag, const std::string& path) {
+  if (const std::string shown = control_characters_in(path); !shown.empty())
+    throw ConfigError(fmt::format("{} '{}': the path holds a control character; refusing it", flag, shown));
+}
+
+void check_output(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  refuse_control_characters(flag, path);
+  if (named_descriptor(path) >= 0) return;
+  const std::string who = flag + " " + path, target = resolve(path);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) != 0) {
+    if (errno != ENOENT) fail(who, "cannot look at it", errno);
+  } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
+    if (held_streams.count(target)) return;
+    const int fd = open_stream(target, who);
+    if (S_ISFIFO(st.st_mode)) held_streams[target] = fd;  // its reader would see an end of file if closed now
+    else ::close(fd);
+    return;
+  } else if (!S_ISREG(st.st_mode)) {
+    throw ConfigError(fmt::format("{}: is {}: expected a file to write", who, kind_of(st)));
+  }
+  probe_folder(who, fs::path(target).parent_path());
+}
+
+void check_journal(const std::string& flag, const std::string& journal) {
+  struct stat st {};
+  if (::lstat(journal.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    fail(fmt::format("{}: its journal {}", flag, journal), "cannot look at it", errno);
+  }
+  if (!S_ISREG(st.st_mode))
+    throw ConfigError(fmt::format("{}: its journal {} is {}: expected a regular file or none (it is truncated, then removed); "
+                                  "remove it or name another results file",
+                                  flag, journal, kind_of(st)));
+}
+
+void check_output_folder(const std::string& flag, const std::string& dir) {
+  refuse_control_characters(flag, dir);
+  const std::string who = flag + " " + dir;
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) throw ConfigError(fmt::format("{}: is {}: expected a folder", who, kind_of(st)));
+  probe_folder(who, dir);
+}
+
+void check_file_in_folder(const std::string& flag, const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    fail(fmt::format("{}: {}", flag, path), "cannot look at it", errno);
+  }
+  if (S_ISLNK(st.st_mode))
+    throw ConfigError(fmt::format("{}: {} is a symbolic link: answers are never written through a link, nor is it replaced; remove it", flag, path));
+  if (!S_ISREG(st.st_mode)) throw ConfigError(fmt::format("{}: {} is {}: expected a file to replace, or none", flag, path, kind_of(st)));
+}
+
+void refuse_overwriting(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  std::map<std::string, const NamedPath*> read, written;
+  for (const NamedPath& in : inputs)
+    if (!in.path.empty()) read.emplace(identity(in.path), &in);
+  for (const NamedPath& out : outputs) {
+    if (out.path.empty() || named_descriptor(out.path) >= 0) continue;
+    const std::string id = identity(out.path);
+    if (const auto it = read.find(id); it != read.end())
+      throw ConfigError(fmt::format("{} {}: is {}; refusing to overwrite an input", out.what, out.path, it->second->what));
+    if (const auto [it, fresh] = written.emplace(id, &out); !fresh)
+      throw ConfigError(fmt::format("{} {} and {} {} are the same file: one would replace the other", it->second->what, it->second->path,
+                                    out.what, out.path));
+  }
+}
+
 bool process_alive(long pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno == EPERM); }
 
 int remove_stale_temporaries(const std::vector<std::string>& output_paths) {
@@ -171,7 +326,7 @@ int remove_stale_temporaries(const std::vector<std::string>& output_paths) {
       if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
       const auto dot = stem.rfind('.');
       const std::string ext = dot == std::string::npos ? "" : stem.substr(dot);
-      if (ext != ".json" && ext != ".md" && ext != ".csv" && ext != ".journal") continue;
+      if (ext != ".json" && ext != ".md" && ext != ".csv" && ext != ".journal" && ext != ".npy") continue;
       struct stat st {};
       if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::getuid()) continue;
       if (process_alive(std::stol(pid))) continue;
