@@ -1,15 +1,32 @@
 #include "answers_npy.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <stdexcept>
 
+#include "output_file.hpp"
+
 namespace knn {
+namespace {
+
+std::string dump_base(const std::string& dir, int case_id, const std::string& version) {
+  return (std::filesystem::path(dir) / fmt::format("case{}-{}", case_id, version)).string();
+}
+
+}  // namespace
+
+std::string dump_indices_path(const std::string& dir, int case_id, const std::string& version) {
+  return dump_base(dir, case_id, version) + "-indices.npy";
+}
+std::string dump_distances_path(const std::string& dir, int case_id, const std::string& version) {
+  return dump_base(dir, case_id, version) + "-distances.npy";
+}
 
 void write_npy(const std::string& path, const void* data, const char* dtype, std::int64_t rows, std::int64_t cols) {
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}, {}), }}", dtype, rows, cols);
@@ -18,16 +35,21 @@ void write_npy(const std::string& path, const void* data, const char* dtype, std
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
   const std::uint16_t hlen = std::uint16_t(header.size());
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "wb"), std::fclose);
-  if (!f) throw std::runtime_error(fmt::format("{}: cannot write ({})", path, std::strerror(errno)));
-  const unsigned char preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<unsigned char>(hlen & 0xff),
-                                      static_cast<unsigned char>(hlen >> 8)};
-  const std::size_t bytes = std::size_t(rows) * std::size_t(cols) * 4;
-  if (std::fwrite(preamble, 1, sizeof preamble, f.get()) != sizeof preamble ||
-      std::fwrite(header.data(), 1, header.size(), f.get()) != header.size() ||
-      (bytes > 0 && std::fwrite(data, 1, bytes, f.get()) != bytes))
-    throw std::runtime_error(fmt::format("{}: write failed ({})", path, std::strerror(errno)));
-  if (std::fclose(f.release()) != 0) throw std::runtime_error(fmt::format("{}: write failed ({})", path, std::strerror(errno)));
+  const char preamble[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, char(hlen & 0xff), char(hlen >> 8)};
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot create ({})", path, std::strerror(errno)));
+  bool open = true;
+  try {
+    write_all(fd, std::string(preamble, sizeof preamble) + header, path);
+    write_all(fd, static_cast<const char*>(data), std::size_t(rows) * std::size_t(cols) * 4, path);
+    if (::fdatasync(fd) != 0 && errno != EINVAL) throw std::runtime_error(fmt::format("{}: fdatasync failed ({})", path, std::strerror(errno)));
+    open = false;
+    if (::close(fd) != 0) throw std::runtime_error(fmt::format("{}: write failed ({})", path, std::strerror(errno)));
+  } catch (const std::exception& e) {
+    if (open) ::close(fd);
+    ::unlink(path.c_str());
+    throw std::runtime_error(e.what());
+  }
 }
 
 std::string dump_answers(const std::string& dir, int case_id, const std::string& version, const std::int32_t* indices,
@@ -35,10 +57,24 @@ std::string dump_answers(const std::string& dir, int case_id, const std::string&
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(fmt::format("--dump-answers {}: cannot create the folder ({})", dir, ec.message()));
-  const std::string base = (std::filesystem::path(dir) / fmt::format("case{}-{}", case_id, version)).string();
-  write_npy(base + "-indices.npy", indices, "<i4", m, topk);
-  write_npy(base + "-distances.npy", distances, "<f4", m, topk);
-  return base + "-indices.npy";
+  const std::string names[2] = {dump_indices_path(dir, case_id, version), dump_distances_path(dir, case_id, version)};
+  const std::string suffix = fmt::format(".tmp.{}", ::getpid());
+  const std::string tmps[2] = {names[0] + suffix, names[1] + suffix};
+  for (const std::string& t : tmps) ::unlink(t.c_str());  // a temporary of a dead process with this pid
+  try {
+    write_npy(tmps[0], indices, "<i4", m, topk);
+    write_npy(tmps[1], distances, "<f4", m, topk);
+  } catch (...) {
+    for (const std::string& t : tmps) ::unlink(t.c_str());
+    throw;
+  }
+  for (int i = 0; i < 2; ++i)
+    if (std::rename(tmps[i].c_str(), names[i].c_str()) != 0) {
+      const int err = errno;
+      for (const std::string& t : tmps) ::unlink(t.c_str());
+      throw std::runtime_error(fmt::format("{}: cannot rename {} into place ({})", names[i], tmps[i], std::strerror(err)));
+    }
+  return names[0];
 }
 
 }  // namespace knn

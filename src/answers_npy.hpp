@@ -3,16 +3,28 @@
 // knnbench against their own tool (README has the five lines of NumPy):
 //   DIR/case<ID>-<VERSION>-indices.npy    int32,   shape (m, topk), rows in (distance, index) order
 //   DIR/case<ID>-<VERSION>-distances.npy  float32, shape (m, topk), squared Euclidean distances
+// Both are written whole to temporaries in DIR ("<name>.tmp.<pid>", created with O_EXCL and
+// O_NOFOLLOW) and renamed into place only when both are complete: a failed write (a full disk, a
+// file-size limit) removes the temporaries and leaves no torn file; rename(2) replaces a name, never
+// writes through a symbolic link (the runner refuses links there before the run: runner.cpp).
 #include <cstdint>
 #include <string>
 
 namespace knn {
 
-// Writes one 2-D little-endian array as .npy version 1.0 (the header padded to 64 bytes).
-// `dtype` is "<i4" or "<f4". Throws std::runtime_error naming the file and the reason.
+// The start of the note a result gets when its answer could not be written (the run goes on).
+inline constexpr const char* kAnswerNotDumped = "answer not dumped: ";
+
+// The two files of (case, version) in `dir`: the indices file, then the distances file.
+std::string dump_indices_path(const std::string& dir, int case_id, const std::string& version);
+std::string dump_distances_path(const std::string& dir, int case_id, const std::string& version);
+
+// Writes one 2-D little-endian array as .npy version 1.0 (the header padded to 64 bytes) to `path`
+// directly (a new file, O_EXCL, never through a link). `dtype` is "<i4" or "<f4". Throws
+// std::runtime_error naming the file and the reason; a file it began is removed.
 void write_npy(const std::string& path, const void* data, const char* dtype, std::int64_t rows, std::int64_t cols);
 
-// Both files of one answer; returns the indices file's path.
+// Both files of one answer, as said above; returns the indices file's path.
 std::string dump_answers(const std::string& dir, int case_id, const std::string& version, const std::int32_t* indices,
                          const float* distances, std::int64_t m, std::int64_t topk);
 

@@ -325,7 +325,11 @@ void grade_answer(Result& r, const Answer& answer, const Problem& p, const Refer
       add_note(r, "answer in " + dump_answers(opts.dump_answers, r.problem_case.id, r.version, answer.index_data(), answer.distances.data(),
                                               p.m, p.topk));
     } catch (const std::exception& e) {
-      throw ConfigError(e.what());  // an unwritable folder is the user's to fix: exit 2, nothing hidden
+      // No torn file is left (answers_npy.hpp); the measurement is kept and the run goes on, its
+      // exit code 2 at the end (runner.cpp) says an answer is missing.
+      add_note(r, kAnswerNotDumped + std::string(e.what()));
+      fmt::print(stderr, "knnbench: --dump-answers: case {} {}: answer not written: {}; the measurement is kept, the run goes on\n",
+                 r.problem_case.id, r.version, e.what());
     }
   }
   if (opts.validate && reference) {
