@@ -1,7 +1,10 @@
 #include "run_report.hpp"
 
 #include <exception>
+#include <string>
 #include <utility>
+
+#include "core/errors.hpp"
 
 namespace knn {
 
@@ -9,7 +12,7 @@ RunReport::RunReport(RunInfo info, std::vector<std::unique_ptr<Reporter>> report
     : info_(std::move(info)), reporters_(std::move(reporters)), total_(total), keeps_(keeps_results) {}
 
 RunReport::~RunReport() {
-  if (!begun_ || std::uncaught_exceptions() <= exceptions_) return;
+  if (!begun_ || ended_ || std::uncaught_exceptions() <= exceptions_) return;
   info_.complete = false;
   try {
     for (auto& rep : reporters_) rep->end(info_, results_);
@@ -41,7 +44,14 @@ void RunReport::finish(Result r) {
 
 void RunReport::end(bool complete) {
   info_.complete = complete;
-  for (auto& rep : reporters_) rep->end(info_, results_);
+  ended_ = true;
+  std::string errors;
+  for (auto& rep : reporters_) try {
+      rep->end(info_, results_);
+    } catch (const std::exception& e) {
+      errors += (errors.empty() ? "" : "; ") + std::string(e.what());
+    }
+  if (!errors.empty()) throw ConfigError(errors);
 }
 
 }  // namespace knn

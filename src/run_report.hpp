@@ -27,7 +27,9 @@ class RunReport final : public Progress {
   void step(const Case& c, const std::string& what) override;
   void start(const Case& c, const VersionDesc& v) override;  // the next item of the plan
   void finish(Result r);
-  // Every reporter's end: `complete` unless interrupted.
+  // Every reporter's end, once: `complete` unless interrupted. A reporter whose end fails (its final
+  // write) does not stop the others; then one ConfigError gives every failure, and the destructor
+  // does not end them again (the final table is printed once).
   void end(bool complete);
 
   const std::vector<Result>& results() const { return results_; }
@@ -38,7 +40,7 @@ class RunReport final : public Progress {
   std::vector<std::unique_ptr<Reporter>> reporters_;
   std::vector<Result> results_;
   int total_ = 0, index_ = 0;
-  bool keeps_ = true, any_fail_ = false, begun_ = false;
+  bool keeps_ = true, any_fail_ = false, begun_ = false, ended_ = false;
   int exceptions_ = 0;  // std::uncaught_exceptions() at begin()
 };
 

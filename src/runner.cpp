@@ -9,9 +9,11 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <algorithm>
 #include <memory>
-#include <set>
+#include <tuple>
 
+#include "answers_npy.hpp"
 #include "core/errors.hpp"
 #include "datafile.hpp"
 #include "devices.hpp"
@@ -24,6 +26,7 @@
 #include "plan.hpp"
 #include "prepare.hpp"
 #include "report.hpp"
+#include "results_journal.hpp"
 #include "run_report.hpp"
 #include "selection.hpp"
 #include "sysinfo.hpp"
@@ -40,32 +43,52 @@ struct Bench {
   RunReport& report;
 };
 
-// Before anything is read or measured: no output over another or over the matrix, a
-// --dump-answers folder that exists, and no --isolate under mpirun.
-void refuse_unusable_outputs(const RunOptions& opts) {
-  refuse_same_files({{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}, {"--config", opts.config}});
-  if (!opts.measure.dump_answers.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(opts.measure.dump_answers, ec);
-    if (ec || !std::filesystem::is_directory(opts.measure.dump_answers))
-      throw ConfigError(fmt::format("--dump-answers {}: cannot create the folder ({})", opts.measure.dump_answers,
-                                    ec ? ec.message() : "not a directory"));
-  }
+// Before anything is read: not --isolate under mpirun.
+void refuse_isolate_under_mpirun(const RunOptions& opts) {
   if (mpi_world().many() && (opts.isolate || opts.isolated_child))
-    throw ConfigError("--isolate: not under mpirun (every rank must run the same calls in one process)");
+    throw ConfigError(
+        "--isolate cannot be used under mpirun: the ranks must make the same calls in one process each (a rank's "
+        "child process would leave the others waiting); run without mpirun to isolate each version");
 }
 
-// Nor may an output replace a case's data file.
-void refuse_overwriting_data(const Matrix& mx, const RunOptions& opts) {
-  std::vector<std::pair<std::string, std::string>> named{{"--json", opts.json_path}, {"--md", opts.md_path}, {"--csv", opts.csv_path}};
-  std::set<std::string> seen;  // cases may share a data file (and an HDF5 file holds both sets): each once
+// Every file the run reads: the matrix and each case's data files, named as the matrix names them.
+std::vector<NamedPath> run_inputs(const RunOptions& opts, const Matrix& mx) {
+  std::vector<NamedPath> inputs;
+  if (opts.adhoc_case.empty()) inputs.push_back({"the matrix (--config)", opts.config});
   for (const Case& c : mx.cases)
-    for (const std::string* data : {&c.queries_path, &c.references_path}) {
-      std::error_code ec;
-      if (!data->empty() && seen.insert(std::filesystem::weakly_canonical(data_file_on_disk(*data), ec).string()).second)
-        named.emplace_back(fmt::format("case {}'s data file", c.id), data_file_on_disk(*data));
+    for (const auto& [what, field, path] : {std::tuple{"queries", "queries_file", &c.queries_path},
+                                            std::tuple{"references", "references_file", &c.references_path},
+                                            std::tuple{"ground truth", "ground_truth_file", &c.ground_truth_path}})
+      if (!path->empty()) inputs.push_back({fmt::format("the {} of case {} ({})", what, c.id, field), data_file_on_disk(*path)});
+  return inputs;
+}
+
+// Before the first measurement: every output the run will write (--json and its journal, --md,
+// --csv, the --dump-answers folder and each file it will hold) checked for its type and its folder's
+// writability, and none of them an input or another output (output_file.hpp). Rank 0 writes the
+// results files; every rank may dump answers.
+void check_outputs(const RunOptions& opts, const Matrix& mx, const Plan& plan) {
+  std::vector<NamedPath> outputs;
+  if (mpi_world().root()) {
+    for (const auto& [flag, path] : {std::pair{"--json", &opts.json_path}, std::pair{"--md", &opts.md_path}, std::pair{"--csv", &opts.csv_path}}) {
+      check_output(flag, *path);
+      outputs.push_back({flag, *path});
     }
-  refuse_same_files(named);
+    if (!opts.json_path.empty() && rewritable_output(opts.json_path)) {
+      check_journal("--json " + opts.json_path, journal_path(opts.json_path));
+      outputs.push_back({"--json's journal", journal_path(opts.json_path)});
+    }
+  }
+  if (const std::string& dir = opts.measure.dump_answers; !dir.empty()) {
+    check_output_folder("--dump-answers", dir);
+    for (const CasePlan& cp : plan.cases)
+      for (const PlanItem& item : cp.items)
+        for (const std::string& file : {dump_indices_path(dir, cp.c.id, item.version->id), dump_distances_path(dir, cp.c.id, item.version->id)}) {
+          check_file_in_folder("--dump-answers", file);
+          outputs.push_back({"--dump-answers", file});
+        }
+  }
+  refuse_overwriting(outputs, run_inputs(opts, mx));
 }
 
 // The run as the results describe it (host, matrix, measurement options, devices, every rank's
@@ -115,7 +138,8 @@ std::vector<std::unique_ptr<Reporter>> open_reporters(const RunOptions& opts, co
   reporters.push_back(make_json_reporter(json_path));
   if (!opts.md_path.empty()) reporters.push_back(make_markdown_reporter(opts.md_path));
   if (!opts.csv_path.empty()) reporters.push_back(make_csv_reporter(opts.csv_path));
-  remove_stale_temporaries({json_path, opts.md_path, opts.csv_path});  // what killed runs left behind
+  const std::string dump_probe = opts.measure.dump_answers.empty() ? "" : (std::filesystem::path(opts.measure.dump_answers) / "x.npy").string();
+  remove_stale_temporaries({json_path, opts.md_path, opts.csv_path, dump_probe});  // what killed runs left behind
   for (const std::string& out : {json_path, opts.md_path, opts.csv_path})
     if (names_standard_output(out)) reserve_standard_output_for_data();  // the screen's lines go to stderr
   return reporters;
@@ -159,7 +183,28 @@ int exit_code(const RunOptions& opts, const RunReport& report, const std::string
                report.results().size(), json_path);
     return 128 + sig;  // 130 after Ctrl-C, 143 after SIGTERM, as shells report them
   }
+  const auto undumped = std::count_if(report.results().begin(), report.results().end(),
+                                      [](const Result& r) { return r.note.find(kAnswerNotDumped) != std::string::npos; });
+  if (undumped > 0) {  // the measurements are all kept; the answers asked for are not all there
+    fmt::print(stderr, "knnbench: --dump-answers {}: {} answer{} not written (the notes in {} say why); every measurement is kept\n",
+               opts.measure.dump_answers, undumped, undumped == 1 ? "" : "s", json_path);
+    return kExitUsage;
+  }
   return report.any_fail() ? kExitValidationFailed : kExitOk;
+}
+
+// Where the finished results are when a final write failed: the journal (the results file's
+// header holds none) or the complete results file.
+std::string where_results_are(const std::string& json_path, std::size_t finished) {
+  if (json_path.empty()) return "";
+  const std::string journal = journal_path(json_path);
+  if (std::filesystem::exists(journal))
+    return fmt::format("the finished results ({}) are kept in the journal {} beside {}: keep both; `knnbench report {} --md FILE` "
+                       "(or --csv FILE) reads them",
+                       finished, journal, json_path, json_path);
+  if (rewritable_output(json_path))
+    return fmt::format("the results are complete in {}: `knnbench report {} --md FILE --csv FILE` writes the others again", json_path, json_path);
+  return "";
 }
 
 }  // namespace
@@ -184,12 +229,12 @@ std::string claim_default_results_path(const std::string& stem) {
 Matrix run_matrix(const RunOptions& opts) { return opts.adhoc_case.empty() ? load_matrix(opts.config) : adhoc_matrix(opts.adhoc_case); }
 
 int run_benchmark(const RunOptions& opts) {
-  refuse_unusable_outputs(opts);
+  refuse_isolate_under_mpirun(opts);
   const Matrix mx = run_matrix(opts);
-  refuse_overwriting_data(mx, opts);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   const Plan plan = make_plan(cases, select_versions(opts.version_specs),
                               PlanChoices{opts.seed, opts.measure.validate_queries, opts.isolate, mpi_world().many()});
+  check_outputs(opts, mx, plan);
 
   Environment env;
   RunInfo info = describe_run(opts, mx, env);
@@ -212,7 +257,12 @@ int run_benchmark(const RunOptions& opts) {
     if (mpi_world().many() ? mpi_any(stop_requested()) : stop_requested()) break;
     run_case(cp, bench);
   }
-  report.end(!stop_requested());
+  try {
+    report.end(!stop_requested());
+  } catch (const ConfigError& e) {  // a final write failed: say where what finished is
+    const std::string where = where_results_are(json_path, report.results().size());
+    throw ConfigError(where.empty() ? std::string(e.what()) : fmt::format("{}\n{}", e.what(), where));
+  }
   return exit_code(opts, report, json_path);
 }
 
