@@ -68,9 +68,24 @@ int list(const RunOptions& opts) {
   return kExitOk;
 }
 
+// Output names before anything is read: no control character (a newline in a name is a mistake
+// that would also break every message naming it) and at most one output to standard output.
+void check_output_names(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::vector<std::string> to_stdout;
+  for (const auto& [flag, path] : outputs) {
+    refuse_control_characters(flag, path);
+    if (!path.empty() && names_standard_output(path)) to_stdout.push_back(flag + " " + path);
+  }
+  if (to_stdout.size() > 1)
+    throw ConfigError(fmt::format("{} and {}: both to standard output, where they would mix; send at most one there", to_stdout[0], to_stdout[1]));
+}
+
 int rewrite_report(const std::string& in_path, const std::string& md, const std::string& csv) {
   if (md.empty() && csv.empty()) throw ConfigError("report: give --md FILE and/or --csv FILE");
+  check_output_names({{"--md", md}, {"--csv", csv}});
   refuse_same_files({{"report", in_path}, {"--md", md}, {"--csv", csv}});
+  check_output("--md", md);
+  check_output("--csv", csv);
   // The one reader of results files: every error names the file, the result and the field.
   ResultsDocument doc;
   try {
@@ -111,6 +126,7 @@ void check_run_options(const RunOptions& o) {
       if (item.find_first_not_of(", ") == std::string::npos)
         throw ConfigError(fmt::format("{} '{}': expected ids or names, not an empty value", flag, item));
   host_memory_named(o.host_memory);
+  check_output_names({{"--json", o.json_path}, {"--md", o.md_path}, {"--csv", o.csv_path}, {"--dump-answers", m.dump_answers}});
 }
 
 // The default matrix is found from the working directory, else from the source tree.
@@ -172,8 +188,16 @@ void add_run_options(CLI::App& app, RunOptions& o) {
                  "Validate only this many queries, spread evenly over all m (for cases with ~1M queries, whose full "
                  "reference takes hours); 0 = all, or the case's validate_queries when it sets one")
       ->capture_default_str();
-  app.add_option("--dump-answers", o.measure.dump_answers,
-                 "Folder for each result's answer as NumPy files case<ID>-<VERSION>-{indices,distances}.npy (m x topk)");
+  // A folder: never empty (that would be "no dumps", silently) nor "-" (standard output is no folder).
+  app.add_option_function<std::string>(
+         "--dump-answers",
+         [&o](const std::string& dir) {
+           if (dir.empty()) throw ConfigError("--dump-answers '': expected a folder name, not an empty value");
+           if (dir == "-") throw ConfigError("--dump-answers -: standard output is not a folder; name a folder for the .npy files");
+           o.measure.dump_answers = dir;
+         },
+         "Folder for each result's answer as NumPy files case<ID>-<VERSION>-{indices,distances}.npy (m x topk)")
+      ->type_name("DIR");
   // One case without a matrix file: each flag is a field of the matrix schema, checked by its loader.
   for (const auto& [flag, field, help] :
        {std::tuple{"--k", "k", "Ad-hoc case instead of --config: dimension (with --m, --n; e.g. --k 16 --m 1024 --n 1e6)"},
