@@ -2,11 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 
 #include "output_file.hpp"
 #include "results_schema.hpp"
@@ -45,20 +46,24 @@ void Journal::remove() {
   ::unlink(path_.c_str());
 }
 
-int merge_journal(const std::string& results_path, nlohmann::json& doc) {
+int merge_journal(const std::string& results_path, nlohmann::json& doc, std::vector<std::size_t>* lines_out) {
   const std::string path = journal_path(results_path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in || !doc.is_object()) return 0;
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return 0;  // no journal: the run finished (or never began one)
+  // Anything else is read as an input: a regular file, never a FIFO (it would block), a device or a
+  // directory; each of those is refused, naming the journal, rather than passed over.
+  const std::string text = read_input_file(path, "a regular file (the journal of a killed run) or none");
+  std::istringstream in(text);
   std::string line;
-  if (!std::getline(in, line)) return 0;
+  if (!doc.is_object() || !std::getline(in, line)) return 0;
   const nlohmann::json head = nlohmann::json::parse(line, nullptr, false);
   const auto meta = doc.find("meta");
-  const auto text = [](const nlohmann::json& obj, const char* key) {
+  const auto text_of = [](const nlohmann::json& obj, const char* key) {
     const auto it = obj.find(key);
     return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  if (!head.is_object() || text(head, "journal_of") != "knnbench" || meta == doc.end() || !meta->is_object() || text(head, "date_utc").empty() ||
-      text(head, "date_utc") != text(*meta, "date_utc"))
+  if (!head.is_object() || text_of(head, "journal_of") != "knnbench" || meta == doc.end() || !meta->is_object() ||
+      text_of(head, "date_utc").empty() || text_of(head, "date_utc") != text_of(*meta, "date_utc"))
     return 0;  // another run's journal (or not one): the file stands alone
   auto& results = doc["results"];
   // The final write holds every result: a journal left by a kill between that write and its
@@ -74,6 +79,7 @@ int merge_journal(const std::string& results_path, nlohmann::json& doc) {
       throw SchemaError(fmt::format("{}: line {}: not valid JSON", path, i + 2));
     }
     results.push_back(std::move(r));
+    if (lines_out) lines_out->push_back(i + 2);  // the header is line 1
     ++merged;
   }
   (*meta)["complete"] = false;

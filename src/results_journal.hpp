@@ -9,7 +9,9 @@
 // The journal's first line ties it to its run: {"journal_of": "knnbench", "date_utc": "<started>"}.
 // A journal whose date differs from the file's meta.date_utc is another run's and is not merged.
 #include <nlohmann/json.hpp>
+#include <cstddef>
 #include <string>
+#include <vector>
 
 namespace knn {
 
@@ -34,10 +36,12 @@ class Journal {
 };
 
 // When `results_path` has a journal of the same run as `doc` and doc holds no results yet (the
-// header the run wrote at its start), appends its results to doc's
-// "results" and marks the run incomplete; returns how many were merged. A torn last line (the
-// process died mid-write) is ignored; a bad line before it is a SchemaError naming the journal
-// and the line.
-int merge_journal(const std::string& results_path, nlohmann::json& doc);
+// header the run wrote at its start), appends its results to doc's "results" and marks the run
+// incomplete; returns how many were merged, and puts in `lines` (when given) the journal line each
+// came from. The journal is read as any input (read_input_file): one that is not a regular file
+// (a directory, a FIFO, a device) is a SchemaError naming it, never passed over or waited on. A
+// torn last line (the process died mid-write) is ignored; a bad line before it is a SchemaError
+// naming the journal and the line.
+int merge_journal(const std::string& results_path, nlohmann::json& doc, std::vector<std::size_t>* lines = nullptr);
 
 }  // namespace knn

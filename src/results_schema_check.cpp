@@ -1,6 +1,8 @@
-// What a results file's results must agree with, beyond each field's type (results_schema_read.cpp):
-// a pass has a finite, non-negative median from at least one sample; the stats agree with the raw
-// samples they summarise; no (case, version) appears twice. A file that breaks one is corrupt or
+// What a results file's results must agree with, beyond each field's type and range
+// (results_schema_read.cpp): stats.samples is the length of samples_ms; every stat derived from
+// the samples (median, min, max, mean, stdev, noise, the median's interval and noise) is what they
+// give; a pass has a finite, non-negative median from at least one sample; an inexact result is a
+// peer's failed answer; no (case, version) appears twice. A file that breaks one is corrupt or
 // edited, and comparing it would print nonsense with exit 0: the reader refuses it, naming the
 // file, the result and the field.
 #include <fmt/format.h>
@@ -14,49 +16,86 @@
 namespace knn {
 namespace {
 
-[[noreturn]] void bad(const std::string& file, std::size_t i, const std::string& field, const std::string& what) {
-  throw SchemaError(fmt::format("{}: results[{}].{}: {}", file, i, field, what));
+[[noreturn]] void bad(const std::string& label, const std::string& field, const std::string& what) {
+  throw SchemaError(fmt::format("{}.{}: {}", label, field, what));
 }
 
-// The writer's median and the reader's are computed alike from the same doubles (JSON keeps them
-// exactly): only rounding in a hand-edited or older writer's value is forgiven. Relative, as calls
-// of a few nanoseconds are recorded in ms.
-bool near(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)) + 1e-15; }
-
-void check_times(const std::string& file, std::size_t i, const Result& r) {
+// The stats of the samples, against the written ones: a NaN (null) written value is not checked
+// (older files, or too few samples for it).
+void check_derived(const std::string& label, const Result& r) {
   const Stats& s = r.stats;
-  if (!std::isfinite(s.median) || s.median < 0) bad(file, i, "stats.median_ms", fmt::format("{}, expected a time ≥ 0 ms", s.median));
-  if (s.samples < 1) bad(file, i, "stats.samples", fmt::format("{}, expected at least 1 for a pass", s.samples));
-  for (const auto& [name, value] : {std::pair{"min_ms", s.min}, std::pair{"max_ms", s.max}, std::pair{"mean_ms", s.mean}})
-    if (!std::isnan(value) && !(value >= 0 && std::isfinite(value))) bad(file, i, std::string("stats.") + name, fmt::format("{}, expected a time ≥ 0 ms", value));
-  if (!std::isnan(s.min) && !std::isnan(s.max) && !(s.min <= s.median && s.median <= s.max))
-    bad(file, i, "stats.median_ms", fmt::format("{}, outside [min_ms {}, max_ms {}]", s.median, s.min, s.max));
-  if (r.samples_ms.empty()) return;  // files may leave the raw samples out
-  for (std::size_t k = 0; k < r.samples_ms.size(); ++k)
-    if (!(r.samples_ms[k] >= 0 && std::isfinite(r.samples_ms[k])))
-      bad(file, i, fmt::format("samples_ms[{}]", k), fmt::format("{}, expected a time ≥ 0 ms", r.samples_ms[k]));
-  if (std::size_t(s.samples) != r.samples_ms.size())
-    bad(file, i, "stats.samples", fmt::format("{}, but samples_ms holds {} samples", s.samples, r.samples_ms.size()));
-  const double m = median_of(r.samples_ms);
-  if (!near(m, s.median)) bad(file, i, "stats.median_ms", fmt::format("{}, but the median of samples_ms is {}", s.median, m));
+  const Stats again = summarize(r.samples_ms);
+  struct Derived {
+    const char *field, *what;
+    double written, recomputed;
+  };
+  const Derived derived[] = {
+      {"stats.median_ms", "median", s.median, again.median},
+      {"stats.min_ms", "minimum", s.min, again.min},
+      {"stats.max_ms", "maximum", s.max, again.max},
+      {"stats.mean_ms", "mean", s.mean, again.mean},
+      {"stats.stdev_ms", "standard deviation", s.stdev, again.stdev},
+      {"stats.noise_pct", "noise (stdev / mean)", s.noise_pct, again.noise_pct},
+      {"stats.median_noise_pct", "median's noise", s.median_noise_pct, again.median_noise_pct},
+      {"stats.median_ci_ms[0]", "median's interval's low end", s.median_ci_low, again.median_ci_low},
+      {"stats.median_ci_ms[1]", "median's interval's high end", s.median_ci_high, again.median_ci_high},
+  };
+  for (const Derived& d : derived) {
+    if (std::isnan(d.written) || r.samples_ms.empty()) continue;
+    if (std::isnan(d.recomputed))
+      bad(label, d.field, fmt::format("{}, but {} samples have no {} (null)", d.written, r.samples_ms.size(), d.what));
+    if (!stat_agrees(d.written, d.recomputed))
+      bad(label, d.field, fmt::format("{}, but the {} of samples_ms is {}", d.written, d.what, d.recomputed));
+  }
+}
+
+// `other` without the file both labels name: "results[0]" beside "f.json: results[2]".
+std::string same_file(const std::string& other, const std::string& label) {
+  const auto cut = other.find(": ");
+  return cut != std::string::npos && label.compare(0, cut + 2, other, 0, cut + 2) == 0 ? other.substr(cut + 2) : other;
+}
+
+void check_times(const std::string& label, const Result& r) {
+  const Stats& s = r.stats;
+  if (!std::isfinite(s.median) || s.median < 0) bad(label, "stats.median_ms", fmt::format("{}, expected a time ≥ 0 ms", s.median));
+  if (s.samples < 1) bad(label, "stats.samples", fmt::format("{}, expected at least 1 for a timed result", s.samples));
+  if (!(s.min <= s.median && s.median <= s.max))
+    bad(label, "stats.median_ms", fmt::format("{}, outside [min_ms {}, max_ms {}]", s.median, s.min, s.max));
 }
 
 }  // namespace
 
+// Relative 1e-9: the writer's stats and the reader's are computed alike from the same doubles (JSON
+// keeps them exactly), so only rounding in a hand-edited or older writer's value is forgiven;
+// relative, as calls of a few nanoseconds are recorded in ms.
+bool stat_agrees(double written, double recomputed) {
+  return std::abs(written - recomputed) <= 1e-9 * std::max(std::abs(written), std::abs(recomputed)) + 1e-15;
+}
+
 void check_results_agree(const std::string& file, const std::vector<Result>& results) {
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < results.size(); ++i) labels.push_back(fmt::format("{}: results[{}]", file, i));
+  check_results_agree(labels, results);
+}
+
+void check_results_agree(const std::vector<std::string>& labels, const std::vector<Result>& results) {
   std::map<std::pair<int, std::string>, std::size_t> seen;
   for (std::size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
-    if (timed(r.status)) check_times(file, i, r);
+    const std::string& label = labels.at(i);
+    if (std::size_t(r.stats.samples) != r.samples_ms.size())
+      bad(label, "stats.samples", fmt::format("{}, but samples_ms holds {} samples", r.stats.samples, r.samples_ms.size()));
+    if (timed(r.status)) check_times(label, r);
+    check_derived(label, r);
     // inexact is a peer's answer that failed validation: it says so, and only a peer has it.
     if (r.status == Status::inexact && (!r.validated || r.validation.pass))
-      bad(file, i, "status", "\"inexact\", but its validation did not fail (inexact is a peer's answer that failed validation)");
+      bad(label, "status", "\"inexact\", but its validation did not fail (inexact is a peer's answer that failed validation)");
     if (r.status == Status::inexact && r.family != "peer")
-      bad(file, i, "status", fmt::format("\"inexact\" for family \"{}\": only a peer is graded inexact, knnbench's own versions fail", r.family));
+      bad(label, "status", fmt::format("\"inexact\" for family \"{}\": only a peer is graded inexact, knnbench's own versions fail", r.family));
     const auto [it, fresh] = seen.emplace(std::pair{r.problem_case.id, r.version}, i);
     if (!fresh)
-      bad(file, i, "version", fmt::format("case {} with {} again (already results[{}]): a results file holds each (case, version) once",
-                                          r.problem_case.id, r.version, it->second));
+      bad(label, "version", fmt::format("case {} with {} again (already {}): a results file holds each (case, version) once",
+                                        r.problem_case.id, r.version, same_file(labels.at(it->second), label)));
   }
 }
 

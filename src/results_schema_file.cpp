@@ -1,14 +1,11 @@
-// The results schema's reader of a file (plain or gzipped JSON): the header (informative, read leniently: a missing or
-// odd field reads as empty), schema_version and meta.tool, the journal of a killed run, and then
-// every result through the strict reader of one result (results_schema_read.cpp).
+// The results schema's reader of a file: its bytes (results_schema_input.cpp: a regular file,
+// plain or gzipped, capped), the journal of a killed run, schema_version and meta.tool, the header
+// (each field checked by results_schema_header.cpp; a missing one reads as empty), and then every
+// result through the strict reader of one result (results_schema_read.cpp).
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <string>
 
 #include "results_journal.hpp"
@@ -119,7 +116,7 @@ RunInfo run_info_from_json(const json& j) {
   return info;
 }
 
-ResultsDocument read_results_document(const json& doc, const std::string& file) {
+ResultsDocument read_results_document(const json& doc, const std::string& file, const std::vector<std::size_t>& journal_lines) {
   if (!doc.is_object()) bad_file(file, fmt::format("not a knnbench results file (the top level is {}, expected an object)", doc.type_name()));
   const auto sv = doc.find("schema_version");
   if (sv == doc.end()) bad_file(file, "no schema_version: not a knnbench results file");
@@ -130,36 +127,30 @@ ResultsDocument read_results_document(const json& doc, const std::string& file) 
   const auto results = doc.find("results");
   if (results == doc.end()) bad_file(file, "(top level).results: missing");
   if (!results->is_array()) bad_file(file, fmt::format("results: expected an array, found {}", results->type_name()));
+  check_header(doc, file);
   ResultsDocument out;
   out.file = file;
   out.info = run_info_from_json(doc);
-  for (std::size_t i = 0; i < results->size(); ++i) out.results.push_back(result_from_json((*results)[i], file, i));
-  check_results_agree(file, out.results);
+  std::vector<std::string> labels;
+  for (std::size_t i = 0; i < results->size(); ++i) {
+    // A result merged from the journal is named by the journal's line, where it can be found.
+    const bool journal = i < journal_lines.size();
+    const std::string source = journal ? journal_path(file) : file;
+    const std::string where = journal ? fmt::format("line {}: result", journal_lines[i]) : fmt::format("results[{}]", i);
+    out.results.push_back(result_from_json_at((*results)[i], source, where));
+    labels.push_back(source + ": " + where);
+  }
+  check_results_agree(labels, out.results);
   return out;
 }
 
 ResultsDocument read_results_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::exists(path, ec)) bad_file(path, "no such file");
-  if (fs::is_directory(path, ec)) bad_file(path, "is a directory, expected a knnbench results JSON file");
-  // zlib's gz* functions read a plain file as it is, so gzipped results (results/**/*.json.gz) read too.
-  gzFile in = gzopen(path.c_str(), "rb");
-  if (in == nullptr) bad_file(path, fmt::format("cannot open: {}", std::strerror(errno)));
-  std::string text;
-  char chunk[1 << 16];
-  int got = 0;
-  while ((got = gzread(in, chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<std::size_t>(got));
-  int code = Z_OK;
-  std::string why = gzerror(in, &code);  // a stream cut short ends gzread with 0 and Z_BUF_ERROR
-  if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);  // zlib names the file too
-  gzclose(in);
-  if (got < 0 || code == Z_BUF_ERROR) bad_file(path, "read error: " + why);
+  // Plain or gzipped JSON (results/**/*.json.gz), a regular file of at most kMaxInputBytes.
+  const std::string text = read_input_file(path, "a knnbench results JSON file (or .json.gz)");
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) bad_file(path, "empty file, expected a knnbench results JSON");
   json doc;
   try {
     doc = json::parse(text);
-    merge_journal(path, doc);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 1e400
     std::string what = e.what();
     const auto close = what.find("] ");  // drop nlohmann's "[json.exception.parse_error.101] "
@@ -167,7 +158,9 @@ ResultsDocument read_results_file(const std::string& path) {
     std::replace(what.begin(), what.end(), '\n', ' ');
     bad_file(path, "not valid JSON: " + what);
   }
-  return read_results_document(doc, path);
+  std::vector<std::size_t> journal_lines;
+  merge_journal(path, doc, &journal_lines);
+  return read_results_document(doc, path, journal_lines);
 }
 
 }  // namespace knn
