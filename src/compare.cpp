@@ -14,6 +14,7 @@
 
 #include "output_file.hpp"
 #include "report.hpp"  // inexact_text
+#include "results_journal.hpp"
 #include "selection.hpp"
 #include "terminal.hpp"
 
@@ -114,6 +115,9 @@ ComparedPair judge_pair(const Result& a, const Result& b, const CompareOptions& 
   p.ratio = a.stats.median > 0 && std::isfinite(b.stats.median) ? b.stats.median / a.stats.median : kNaN;
   p.verdict = judge_results(a, b, opts, &p.p_value);
   p.hidden = opts.hide_below_pct > 0 && std::isfinite(p.ratio) && std::abs(p.ratio - 1) * 100 < opts.hide_below_pct;
+  const double change = std::abs(b.stats.median - a.stats.median);
+  p.under_min_change = p.verdict == Verdict::same && std::isfinite(p.ratio) && std::abs(p.ratio - 1) * 100 > opts.min_effect_pct &&
+                       !(change > opts.min_change_ms);
   p.a_ground_truth = a.validated ? a.validation.ground_truth : "";
   p.b_ground_truth = b.validated ? b.validation.ground_truth : "";
   return p;
@@ -274,6 +278,7 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   }
   sort_report(rep);
   for (auto& note : ground_truth_notes(rep.pairs)) rep.notes.push_back(std::move(note));
+  for (auto& note : min_change_notes(rep.pairs, opts)) rep.notes.push_back(std::move(note));
   add_geomeans(rep);
   for (auto& note : drift_notes(rep.geomeans, opts.min_effect_pct)) rep.notes.push_back(std::move(note));
   if (rep.pairs.empty()) rep.nothing_compared = nothing_compared_reason(rep, kept_a.size(), kept_b.size(), !opts.versions.empty() || !opts.cases.empty());
@@ -294,6 +299,10 @@ CompareReport compare_documents(const json& doc_a, const json& doc_b, const Comp
 int run_compare(const CompareOptions& opts) {
   try {
     if (opts.file_a.empty() || opts.file_b.empty()) throw CompareError("needs two results files: knnbench compare A.json B.json");
+    // Before anything is read or written: the markdown must not replace an input (A, B, or the
+    // journal of a killed run beside either, which holds its only copy of the finished results).
+    for (const auto& [side, input] : {std::pair{"A", &opts.file_a}, std::pair{"B", &opts.file_b}})
+      refuse_same_files({{"--md", opts.markdown_path}, {fmt::format("results file {}", side), *input}, {fmt::format("{}'s journal", side), journal_path(*input)}});
     const ResultsDocument a = read_results_file(opts.file_a);
     const ResultsDocument b = read_results_file(opts.file_b);
     const CompareReport rep = compare_runs(a, b, opts);

@@ -71,6 +71,9 @@ struct ComparedPair {
   std::optional<double> p_value;  // both sides kept ≥ kCompareMinSamples raw samples
   Verdict verdict = Verdict::unknown;
   bool hidden = false;  // under --hide-below: not shown, not counted in the exit code
+  // The median moved by more than --threshold percent but by no more than --min-change ms: SAME
+  // for that reason, which the report says (min_change_notes).
+  bool under_min_change = false;
   // What each side's answer was validated against (ValidationReport::ground_truth; "" when not validated).
   std::string a_ground_truth, b_ground_truth;
   double effect_pct() const { return 100 * (ratio - 1); }
@@ -136,6 +139,10 @@ std::vector<std::string> header_notes(const RunSummary& a, const RunSummary& b);
 // published neighbours, the other v0 alone, or other samples of queries): one note per such pair
 // of ground truths, naming the cases and versions. Pairs are still judged: the times are not wrong.
 std::vector<std::string> ground_truth_notes(const std::vector<ComparedPair>& pairs);
+// Each shown SAME pair whose median moved by more than --threshold percent but not by more than
+// --min-change ms: "v3 case 0: B changed by -99.9% but only 0.0160 ms, under --min-change 0.05 ms:
+// SAME". Without it a B 1000 times faster on a 0.016 ms case would be SAME with no reason given.
+std::vector<std::string> min_change_notes(const std::vector<ComparedPair>& pairs, const CompareOptions& opts);
 // At least kDriftMinVersions versions, each with kDriftMinPairs or more pairs, whose geometric
 // mean of B/A moved beyond min_effect_pct in the same direction: one note per direction, naming
 // them. The verdicts stand; the note says what such a pattern usually means (the integrity twins

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "compare.hpp"
+#include "report.hpp"     // format_ms
 #include "selection.hpp"  // version_less
 #include "terminal.hpp"   // version_runs
 
@@ -76,6 +77,17 @@ std::vector<std::string> ground_truth_notes(const std::vector<ComparedPair>& pai
     notes.push_back(fmt::format("Validated against different ground truths: A against {}, B against {}, for {}. The times are compared all the same.",
                                 truths.first, truths.second, fmt::join(where, ", ")));
   }
+  return notes;
+}
+
+std::vector<std::string> min_change_notes(const std::vector<ComparedPair>& pairs, const CompareOptions& opts) {
+  std::vector<std::string> notes;
+  for (const auto& p : pairs)
+    if (p.under_min_change && !p.hidden)
+      notes.push_back(fmt::format("{} case {}: B changed by {:+.1f}% but only {} ms ({} -> {} ms), under --min-change {} ms: SAME "
+                                  "(--min-change 0 judges such pairs by --threshold, noise and p alone).",
+                                  p.version, p.case_id, p.effect_pct(), format_ms(std::abs(p.b_median_ms - p.a_median_ms)),
+                                  format_ms(p.a_median_ms), format_ms(p.b_median_ms), opts.min_change_ms));
   return notes;
 }
 
