@@ -303,6 +303,8 @@ int run_compare(const CompareOptions& opts) {
     // journal of a killed run beside either, which holds its only copy of the finished results).
     for (const auto& [side, input] : {std::pair{"A", &opts.file_a}, std::pair{"B", &opts.file_b}})
       refuse_same_files({{"--md", opts.markdown_path}, {fmt::format("results file {}", side), *input}, {fmt::format("{}'s journal", side), journal_path(*input)}});
+    // A directory, a FIFO with no reader, a folder that takes no new file: said now, not after the report.
+    check_output("--md", opts.markdown_path);
     const ResultsDocument a = read_results_file(opts.file_a);
     const ResultsDocument b = read_results_file(opts.file_b);
     const CompareReport rep = compare_runs(a, b, opts);

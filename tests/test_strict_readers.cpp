@@ -394,6 +394,15 @@ TEST(StrictReaders, CompareNeverWritesItsMarkdownOntoAnInput) {
   EXPECT_EQ(read_bytes(a), a_bytes);
   EXPECT_EQ(read_bytes(b), b_bytes);
   EXPECT_TRUE(fs::is_symlink(link));
+  // A FIFO with no reader, a directory: refused before the report, never waited on.
+  const std::string fifo = s / "fifo.md";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& md : {fifo, s.dir.string()}) {
+    const auto r = run_knnbench(fmt::format("compare {} {} --md {}", a, b, md));
+    EXPECT_EQ(r.code, 2) << md << "\n" << r.out;  // 124: it waited for a reader
+    EXPECT_NE(r.out.find("--md " + md), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("knnbench compare: B against A"), std::string::npos) << r.out;
+  }
   // Elsewhere the markdown is written.
   const auto ok = run_knnbench(fmt::format("compare {} {} --md {}", a, b, s / "r.md"));
   EXPECT_NE(ok.code, 2) << ok.out;
