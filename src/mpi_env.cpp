@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "interrupt.hpp"
+
 #if KNN_HAVE_MPI
 #include <mpi.h>
 #endif
@@ -19,19 +21,34 @@ MpiWorld g_world;
 MPI_Comm g_comm = MPI_COMM_NULL;
 #endif
 
-bool started_by_launcher() {
+}  // namespace
+
+bool started_by_mpi_launcher() {
   for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
     if (std::getenv(var) != nullptr) return true;
   return false;
 }
-}  // namespace
 
 bool mpi_built() { return KNN_HAVE_MPI != 0; }
 const MpiWorld& mpi_world() { return g_world; }
 
+std::optional<std::string> mpi_timeout_problem() {
+  const char* value = std::getenv("KNN_MPI_TIMEOUT_S");
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  const std::string text(value);
+  const auto digits = [](const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; };
+  const std::size_t point = text.find('.');  // digits, or digits '.' digits: no sign, exponent, blank, inf or nan
+  const bool number = digits(text.substr(0, point)) && (point == std::string::npos || digits(text.substr(point + 1)));
+  const double seconds = number ? std::strtod(text.c_str(), nullptr) : -1;
+  if (seconds > 0 && seconds <= kMaxMpiTimeoutS) return std::nullopt;
+  return fmt::format("environment variable KNN_MPI_TIMEOUT_S = '{}': expected a number of seconds greater than 0 and at most {} "
+                     "(such as 300 or 2.5), or leave it unset for 300",
+                     text, kMaxMpiTimeoutS);
+}
+
 #if KNN_HAVE_MPI
 MpiSession::MpiSession(int* argc, char*** argv) {
-  if (!started_by_launcher()) return;
+  if (!started_by_mpi_launcher()) return;
   int provided = 0;
   MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);  // OpenMP threads never call MPI
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
@@ -52,6 +69,19 @@ MpiSession::~MpiSession() {
 
 void mpi_abort_all(int code) {
   if (g_world.active && g_world.many()) MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+int mpi_exit_code(int code) {
+  if (!g_world.many()) return code;
+  int mine = stop_signal() != 0 ? g_world.rank : g_world.size, first = mine;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, g_comm);
+  if (first == g_world.size) return code;
+  int sig = stop_signal();
+  MPI_Bcast(&sig, 1, MPI_INT, first, g_comm);
+  if (g_world.root() && first != 0)
+    fmt::print(stderr, "knnbench: rank {} received {}: the run stopped early, finished results are saved (exit {})\n", first,
+               signal_name(sig), 128 + sig);
+  return 128 + sig;
 }
 
 double mpi_root_value(double value) {
@@ -109,11 +139,12 @@ std::vector<RankPlace> mpi_gather_places(const std::string& host, const std::str
 }
 #else
 MpiSession::MpiSession(int*, char***) {
-  if (started_by_launcher())
+  if (started_by_mpi_launcher())
     fmt::print(stderr, "knnbench: warning: started by an MPI launcher, but built without MPI: every process runs alone\n");
 }
 MpiSession::~MpiSession() = default;
 void mpi_abort_all(int) {}
+int mpi_exit_code(int code) { return code; }
 double mpi_root_value(double value) { return value; }
 bool mpi_any(bool flag) { return flag; }
 std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mine) { return mine; }

@@ -26,6 +26,23 @@ class MpiSession {
 };
 
 const MpiWorld& mpi_world();
+// Whether an MPI launcher (mpirun, srun, ...) started this process, from its environment. Its
+// standard streams are then the launcher's: Open MPI hands each rank a pseudo-terminal even when
+// mpirun's own output is a file, so isatty() says nothing about where the output ends up.
+bool started_by_mpi_launcher();
+
+// KNN_MPI_TIMEOUT_S (how long v18 waits for every rank's answer; unset or empty: 300 s): the
+// problem with its value, naming the variable and the value, when it is not a number of seconds
+// in (0, kMaxMpiTimeoutS] written as digits with an optional fraction; none when it is fine.
+inline constexpr double kMaxMpiTimeoutS = 86400;
+std::optional<std::string> mpi_timeout_problem();
+
+// The exit code of this rank, `code` being what the run returned on it: when any rank received a
+// signal (interrupt.hpp) every rank returns 128 + the signal of the lowest such rank, so that
+// mpirun's exit code (the first non-zero one) is 130 or 143 whichever rank was stopped; rank 0
+// says which rank stopped the run when it was not itself. Otherwise `code`. With one rank, `code`.
+// Every rank must call it (a collective call).
+int mpi_exit_code(int code);
 // Whether this build has MPI at all.
 bool mpi_built();
 
