@@ -1,6 +1,7 @@
 // The screen: a Devices block, one line per result (skips collapsed into one line per reason at
 // the end), then the seeds' table with the fastest version of each case marked. Every line within
-// kScreenWidth columns; colour and a progress line only on a terminal.
+// kScreenWidth columns; colour and a progress line only on a terminal (terminal.hpp: under mpirun
+// no progress line, and colour only when forced).
 #include <fmt/format.h>
 
 #include <unistd.h>
@@ -77,7 +78,7 @@ std::string skip_summary(const std::vector<Result>& all) {
 class ScreenReporter final : public Reporter {
  public:
   explicit ScreenReporter(bool quiet)
-      : quiet_(quiet), tty_(::isatty(STDOUT_FILENO) == 1), colour_(colour_wanted(STDOUT_FILENO)) {
+      : quiet_(quiet), tty_(progress_wanted(STDOUT_FILENO)), colour_(colour_wanted(STDOUT_FILENO)) {
     if (tty_ && !quiet_) ticker_ = std::thread([this] { tick(); });
   }
   ~ScreenReporter() override {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "mpi_env.hpp"
+
 namespace knn {
 namespace {
 
@@ -43,9 +45,16 @@ std::string runs(const std::vector<int>& numbers, const std::vector<std::string>
 }  // namespace
 
 bool colour_wanted(int fd) {
-  const char* no = std::getenv("NO_COLOR");
-  return ::isatty(fd) == 1 && (no == nullptr || *no == '\0');
+  const auto set = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0';
+  };
+  if (set("NO_COLOR")) return false;
+  if (started_by_mpi_launcher()) return set("FORCE_COLOR") && std::string(std::getenv("FORCE_COLOR")) != "0";
+  return ::isatty(fd) == 1;
 }
+
+bool progress_wanted(int fd) { return ::isatty(fd) == 1 && !started_by_mpi_launcher(); }
 
 std::string paint(const std::string& text, Colour c, bool on) { return on ? code(c) + text + "\033[0m" : text; }
 

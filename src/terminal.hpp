@@ -1,6 +1,7 @@
 #pragma once
 // Output for a terminal: lines within kScreenWidth columns, wide tables in blocks, colour only on
-// a terminal (never when piped or with NO_COLOR set), and version lists such as "v1–v9, v11".
+// a terminal (never when piped or with NO_COLOR set; as a rank of mpirun only with FORCE_COLOR),
+// and version lists such as "v1–v9, v11".
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -11,8 +12,14 @@ namespace knn {
 
 inline constexpr std::size_t kScreenWidth = 100;
 
-// Colour on `fd` (STDOUT_FILENO, ...): a terminal, and NO_COLOR unset or empty (no-color.org).
+// Colour on `fd` (STDOUT_FILENO, ...): never with NO_COLOR set and not empty (no-color.org). A
+// process started by an MPI launcher cannot tell where its output ends up (mpi_env.hpp: Open MPI
+// gives each rank a pseudo-terminal even when mpirun writes to a file): colour only when FORCE_COLOR
+// is set, not empty and not "0" (mpirun -x FORCE_COLOR=1 ...). Otherwise: `fd` is a terminal.
 bool colour_wanted(int fd);
+// A progress line rewritten in place (carriage returns) on `fd`: a terminal, and not started by an
+// MPI launcher (there the ranks' lines pass through mpirun, which may write them to a file).
+bool progress_wanted(int fd);
 
 enum class Colour { red, green, yellow };
 // `text` in `c` (ANSI escapes) when `on`, else unchanged.
