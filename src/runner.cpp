@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,10 +64,35 @@ std::vector<NamedPath> run_inputs(const RunOptions& opts, const Matrix& mx) {
   return inputs;
 }
 
+// The answers the plan will dump (two m x topk arrays of 4-byte values and their headers per
+// item), less the files of the same names they replace, must fit in the folder's free space.
+void refuse_dumps_that_cannot_fit(const std::string& dir, const Plan& plan) {
+  double need = 0, largest = 0;
+  for (const CasePlan& cp : plan.cases)
+    for (const PlanItem& item : cp.items) {
+      const double bytes = 8.0 * double(cp.c.m) * double(cp.c.topk) + 256;
+      largest = std::max(largest, bytes);
+      need += bytes;
+      for (const std::string& file : {dump_indices_path(dir, cp.c.id, item.version->id), dump_distances_path(dir, cp.c.id, item.version->id)}) {
+        std::error_code ec;
+        const auto old = std::filesystem::file_size(file, ec);
+        if (!ec) need -= double(old);
+      }
+    }
+  need = std::max(need, largest);  // each answer is whole beside the one it replaces, for a moment
+  struct statvfs fsinfo {};
+  if (::statvfs(dir.c_str(), &fsinfo) != 0) return;  // unknown: the writes themselves say so
+  const double free_bytes = double(fsinfo.f_bavail) * double(fsinfo.f_frsize);
+  if (need > free_bytes)
+    throw ConfigError(fmt::format("--dump-answers {}: the answers of this run need {:.0f} bytes, the folder's file system has {:.0f} "
+                                  "free; free some space or name another folder",
+                                  dir, need, free_bytes));
+}
+
 // Before the first measurement: every output the run will write (--json and its journal, --md,
 // --csv, the --dump-answers folder and each file it will hold) checked for its type and its folder's
-// writability, and none of them an input or another output (output_file.hpp). Rank 0 writes the
-// results files; every rank may dump answers.
+// writability, the dumps' size against the folder's free space, and none of them an input or
+// another output (output_file.hpp). Rank 0 writes the results files; every rank may dump answers.
 void check_outputs(const RunOptions& opts, const Matrix& mx, const Plan& plan) {
   std::vector<NamedPath> outputs;
   if (mpi_world().root()) {
@@ -87,6 +113,7 @@ void check_outputs(const RunOptions& opts, const Matrix& mx, const Plan& plan) {
           check_file_in_folder("--dump-answers", file);
           outputs.push_back({"--dump-answers", file});
         }
+    refuse_dumps_that_cannot_fit(dir, plan);
   }
   refuse_overwriting(outputs, run_inputs(opts, mx));
 }

@@ -4,7 +4,9 @@
 // CPU version v0 (issue 43, "Data loss").
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -95,14 +97,13 @@ DataCase data_case(const std::string& name, const std::string& queries_name = "q
   return d;
 }
 
-// Runs knnbench in a child whose files may not grow past `limit` bytes (RLIMIT_FSIZE), SIGXFSZ
-// ignored: a write past it fails with EFBIG ("File too large"), as a full disk fails with ENOSPC.
-knn::testing::Run run_with_file_limit(const std::string& args, rlim_t limit, const std::string& log) {
+// Runs knnbench through the shell in a forked child, after `prepare` (there, before exec); code 77
+// when `prepare` returns false (not permitted here).
+template <class Prepare>
+knn::testing::Run run_in_child(Prepare prepare, const std::string& args, const std::string& log) {
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const rlimit lim{limit, limit};
-    ::setrlimit(RLIMIT_FSIZE, &lim);
-    ::signal(SIGXFSZ, SIG_IGN);
+    if (!prepare()) ::_exit(77);
     const std::string cmd = std::string(KNN_BINARY) + " " + args + " >" + log + " 2>&1";
     ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
@@ -110,6 +111,28 @@ knn::testing::Run run_with_file_limit(const std::string& args, rlim_t limit, con
   int status = 0;
   ::waitpid(pid, &status, 0);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(log)};
+}
+
+// Files may not grow past `limit` bytes (RLIMIT_FSIZE), SIGXFSZ ignored: a write past it fails with
+// EFBIG ("File too large"), as a full disk fails with ENOSPC.
+knn::testing::Run run_with_file_limit(const std::string& args, rlim_t limit, const std::string& log) {
+  return run_in_child(
+      [limit] {
+        const rlimit lim{limit, limit};
+        ::signal(SIGXFSZ, SIG_IGN);
+        return ::setrlimit(RLIMIT_FSIZE, &lim) == 0;
+      },
+      args, log);
+}
+
+// A private mount namespace where `dir` is a 64 KiB tmpfs.
+knn::testing::Run run_on_small_tmpfs(const std::string& dir, const std::string& args, const std::string& log) {
+  return run_in_child(
+      [&dir] {
+        return ::unshare(CLONE_NEWNS) == 0 && ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+               ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64k") == 0;
+      },
+      args, log);
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -287,6 +310,23 @@ TEST(OutputsGuard, AFailedDumpLeavesNoTornFileAndTheRunGoesOn) {
   EXPECT_FALSE(fs::exists(json + ".journal"));
 }
 
+// Answers that cannot fit in the dump folder's free space (a 64 KiB tmpfs; the case's two arrays
+// take 512 KiB) are refused before the run; answers that fit are written there.
+TEST(OutputsGuard, DumpsThatCannotFitAreRefusedBeforeTheRun) {
+  const std::string dir = scratch("space"), dumps = dir + "/answers", json = dir + "/r.json", matrix = dir + "/m.json";
+  fs::create_directories(dumps);
+  std::ofstream(matrix) << R"({"schema_version": 1, "cases": [{"id": 1, "k": 4, "m": 8, "n": 64, "topk": 4},
+    {"id": 2, "k": 4, "m": 4096, "n": 64, "topk": 16}]})";
+  const std::string args = "--config " + matrix + kFast + " --version v0 --json " + json + " --dump-answers " + dumps;
+  const auto big = run_on_small_tmpfs(dumps, args, dir + "/big.log");
+  if (big.code == 77) GTEST_SKIP() << "no private mount namespace with a tmpfs here: test skipped, not run";
+  EXPECT_EQ(big.code, 2) << big.out;
+  EXPECT_TRUE(contains(big.out, "--dump-answers " + dumps + ": the answers of this run need")) << big.out;
+  EXPECT_FALSE(fs::exists(json)) << "the run began";
+  const auto small = run_on_small_tmpfs(dumps, args + " --case 1", dir + "/small.log");
+  EXPECT_EQ(small.code, 0) << small.out;
+}
+
 // The final write of the results file fails (simulated: RLIMIT_FSIZE between the journal's size
 // and the whole file's, EFBIG): the journal stays, the message says where the results are and how
 // `knnbench report` reads them, the final table is printed once, and the report does read them.
@@ -325,12 +365,12 @@ TEST(OutputsGuard, OutputNamesTheCommandLineRefuses) {
       {"--json " + dir + "/r.json --md '" + dir + "/a\nb.md'", "--md '" + dir + "/a\\x0ab.md': the path holds a control character"},
       {"--json " + dir + "/r.json --csv '" + dir + "/a\tb.csv'", "--csv '" + dir + "/a\\x09b.csv'"},
   };
-  for (const Bad& b : bad) {
-    const auto r = run(KNN_BINARY, kAdhoc + b.args);
+  for (const Bad& b : bad) {  // run in `dir`, so that a folder called "-" would be made there
+    const auto r = run("cd " + dir + " && " + KNN_BINARY, kAdhoc + b.args);
     EXPECT_EQ(r.code, 2) << b.args << ": " << r.out;
     EXPECT_TRUE(contains(r.out, b.expect)) << b.args << ": " << r.out;
   }
-  EXPECT_FALSE(fs::exists("-")) << "a folder called '-' was made";
+  EXPECT_FALSE(fs::exists(dir + "/-")) << "a folder called '-' was made";
   EXPECT_TRUE(fs::is_empty(dir)) << "something was written";
   const auto report = run(KNN_BINARY, "report " + dir + "/none.json --md - --csv -");
   EXPECT_EQ(report.code, 2) << report.out;
