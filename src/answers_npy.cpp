@@ -19,16 +19,10 @@ std::string dump_base(const std::string& dir, int case_id, const std::string& ve
   return (std::filesystem::path(dir) / fmt::format("case{}-{}", case_id, version)).string();
 }
 
-}  // namespace
-
-std::string dump_indices_path(const std::string& dir, int case_id, const std::string& version) {
-  return dump_base(dir, case_id, version) + "-indices.npy";
-}
-std::string dump_distances_path(const std::string& dir, int case_id, const std::string& version) {
-  return dump_base(dir, case_id, version) + "-distances.npy";
-}
-
-void write_npy(const std::string& path, const void* data, const char* dtype, std::int64_t rows, std::int64_t cols) {
+// One 2-D little-endian array as .npy version 1.0 (the header padded to 64 bytes), written to `path`,
+// a new file (O_EXCL, never through a link); `dtype` is "<i4" or "<f4". Errors name `label` (the
+// final name) and the reason; a file begun is removed.
+void write_npy(const std::string& path, const std::string& label, const void* data, const char* dtype, std::int64_t rows, std::int64_t cols) {
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}, {}), }}", dtype, rows, cols);
   // magic (6) + version (2) + header length (2) + header + '\n', padded with spaces to 64 bytes.
   const std::size_t unpadded = 10 + header.size() + 1;
@@ -37,19 +31,28 @@ void write_npy(const std::string& path, const void* data, const char* dtype, std
   const std::uint16_t hlen = std::uint16_t(header.size());
   const char preamble[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, char(hlen & 0xff), char(hlen >> 8)};
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot create ({})", path, std::strerror(errno)));
+  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot create {} ({})", label, path, std::strerror(errno)));
   bool open = true;
   try {
-    write_all(fd, std::string(preamble, sizeof preamble) + header, path);
-    write_all(fd, static_cast<const char*>(data), std::size_t(rows) * std::size_t(cols) * 4, path);
-    if (::fdatasync(fd) != 0 && errno != EINVAL) throw std::runtime_error(fmt::format("{}: fdatasync failed ({})", path, std::strerror(errno)));
+    write_all(fd, std::string(preamble, sizeof preamble) + header, label);
+    write_all(fd, static_cast<const char*>(data), std::size_t(rows) * std::size_t(cols) * 4, label);
+    if (::fdatasync(fd) != 0 && errno != EINVAL) throw std::runtime_error(fmt::format("{}: fdatasync failed ({})", label, std::strerror(errno)));
     open = false;
-    if (::close(fd) != 0) throw std::runtime_error(fmt::format("{}: write failed ({})", path, std::strerror(errno)));
+    if (::close(fd) != 0) throw std::runtime_error(fmt::format("{}: write failed ({})", label, std::strerror(errno)));
   } catch (const std::exception& e) {
     if (open) ::close(fd);
     ::unlink(path.c_str());
     throw std::runtime_error(e.what());
   }
+}
+
+}  // namespace
+
+std::string dump_indices_path(const std::string& dir, int case_id, const std::string& version) {
+  return dump_base(dir, case_id, version) + "-indices.npy";
+}
+std::string dump_distances_path(const std::string& dir, int case_id, const std::string& version) {
+  return dump_base(dir, case_id, version) + "-distances.npy";
 }
 
 std::string dump_answers(const std::string& dir, int case_id, const std::string& version, const std::int32_t* indices,
@@ -62,8 +65,8 @@ std::string dump_answers(const std::string& dir, int case_id, const std::string&
   const std::string tmps[2] = {names[0] + suffix, names[1] + suffix};
   for (const std::string& t : tmps) ::unlink(t.c_str());  // a temporary of a dead process with this pid
   try {
-    write_npy(tmps[0], indices, "<i4", m, topk);
-    write_npy(tmps[1], distances, "<f4", m, topk);
+    write_npy(tmps[0], names[0], indices, "<i4", m, topk);
+    write_npy(tmps[1], names[1], distances, "<f4", m, topk);
   } catch (...) {
     for (const std::string& t : tmps) ::unlink(t.c_str());
     throw;

@@ -19,12 +19,8 @@ inline constexpr const char* kAnswerNotDumped = "answer not dumped: ";
 std::string dump_indices_path(const std::string& dir, int case_id, const std::string& version);
 std::string dump_distances_path(const std::string& dir, int case_id, const std::string& version);
 
-// Writes one 2-D little-endian array as .npy version 1.0 (the header padded to 64 bytes) to `path`
-// directly (a new file, O_EXCL, never through a link). `dtype` is "<i4" or "<f4". Throws
-// std::runtime_error naming the file and the reason; a file it began is removed.
-void write_npy(const std::string& path, const void* data, const char* dtype, std::int64_t rows, std::int64_t cols);
-
-// Both files of one answer, as said above; returns the indices file's path.
+// Both files of one answer, as said above; returns the indices file's path. Throws
+// std::runtime_error naming the file (its final name) and the reason.
 std::string dump_answers(const std::string& dir, int case_id, const std::string& version, const std::int32_t* indices,
                          const float* distances, std::int64_t m, std::int64_t topk);
 
