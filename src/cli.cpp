@@ -20,6 +20,7 @@
 #include "host_memory.hpp"
 #include "isolate.hpp"
 #include "matrix.hpp"
+#include "results_journal.hpp"
 #include "report.hpp"
 #include "output_file.hpp"
 #include "results_schema.hpp"
@@ -83,7 +84,8 @@ void check_output_names(const std::vector<std::pair<std::string, std::string>>& 
 int rewrite_report(const std::string& in_path, const std::string& md, const std::string& csv) {
   if (md.empty() && csv.empty()) throw ConfigError("report: give --md FILE and/or --csv FILE");
   check_output_names({{"--md", md}, {"--csv", csv}});
-  refuse_same_files({{"report", in_path}, {"--md", md}, {"--csv", csv}});
+  // Nor onto the journal beside the input: after a killed run it may hold the only copy of its results.
+  refuse_same_files({{"report", in_path}, {"its journal", journal_path(in_path)}, {"--md", md}, {"--csv", csv}});
   check_output("--md", md);
   check_output("--csv", csv);
   // The one reader of results files: every error names the file, the result and the field.

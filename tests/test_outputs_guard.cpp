@@ -346,6 +346,12 @@ TEST(OutputsGuard, AFailedFinalWriteKeepsTheJournalAndSaysWhere) {
   EXPECT_EQ(count_of(r.out, "Median wall time"), 1) << r.out;
   ASSERT_TRUE(fs::exists(json + ".journal"));
   EXPECT_TRUE(contains(slurp(md), "| v0 ")) << "the markdown after the failed results file was not written";
+  // report must not write onto that journal: it holds the only copy of the results.
+  const std::string journal = slurp(json + ".journal");
+  const auto onto_journal = run(KNN_BINARY, "report " + json + " --md " + json + ".journal");
+  EXPECT_EQ(onto_journal.code, 2) << onto_journal.out;
+  EXPECT_TRUE(contains(onto_journal.out, "its journal")) << onto_journal.out;
+  EXPECT_EQ(slurp(json + ".journal"), journal);
   const auto rebuilt = run(KNN_BINARY, "report " + json + " --md " + dir + "/again.md");
   EXPECT_EQ(rebuilt.code, 0) << rebuilt.out;
   EXPECT_TRUE(contains(slurp(dir + "/again.md"), "| v0 ")) << slurp(dir + "/again.md");

@@ -323,20 +323,18 @@ TEST(RealDataHdf5, TrainAndTestRoundTripAndTheFilesNeighborsValidateToo) {
   EXPECT_EQ(j["results"][0]["status"], "fail");
   EXPECT_NE(std::string(j["results"][0]["reason"]).find("against v0 reference + neighbors of a.hdf5"), std::string::npos) << j["results"][0]["reason"];
 
-  // No neighbors, or fewer columns than topk: v0 alone, recorded as such.
+  // No neighbors: v0 alone, recorded as such.
   a.write(d.file("a.hdf5"), false);
   r = knnbench("--config '" + matrix(d, a.k, a.m, a.n, 3, kAnnCase) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
   ASSERT_EQ(r.code, 0) << r.out;
   j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
   EXPECT_EQ(j["results"][0]["validation"]["ground_truth"], "v0 reference");
-  // Neighbours too shallow for the case's topk: not used, and the record says why.
+  // Neighbours too shallow for the case's topk: refused when the matrix loads, like a .npy ground truth
+  // (tests/test_data_strict.cpp checks the wording).
   a.write(d.file("a.hdf5"));
   r = knnbench("--config '" + matrix(d, a.k, a.m, a.n, a.depth + 1, kAnnCase) + "'" + kFast + "--json '" + d.file("o.json") + "'", d);
-  ASSERT_EQ(r.code, 0) << r.out;
-  j = nlohmann::json::parse(std::ifstream(d.file("o.json")));
-  const std::string said = j["results"][0]["validation"]["ground_truth"];
-  EXPECT_EQ(said.rfind("v0 reference (a.hdf5 not used: \"neighbors\" in ", 0), 0u) << said;
-  EXPECT_NE(said.find("a.hdf5 has 4 columns, fewer than topk = 5)"), std::string::npos) << said;
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("a.hdf5:neighbors: 5 rows of 4 neighbour indices: expected m = 5 rows of at least topk = 5"), std::string::npos) << r.out;
 }
 
 std::string slurp(const std::string& path) { return std::string(std::istreambuf_iterator<char>(std::ifstream(path).rdbuf()), {}); }
