@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "journal_wait.hpp"
 #include "output_file.hpp"
 #include "report.hpp"
 #include "results_journal.hpp"
@@ -191,7 +192,7 @@ TEST(Journal, ASigkilledRunLosesNoFinishedResult) {
   const pid_t pid = spawn({"--config", cfg.string(), "--version", "v0,t4", "--warmup", "0", "--min-samples", "1", "--max-noise", "0", "--min-time", "0",
                            "--json", json.string()},
                           log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_TRUE(knn::testing::wait_for_booked(json.string(), 1)) << slurp(log);
   ::kill(pid, SIGKILL);
   EXPECT_EQ(wait_code(pid), 128 + SIGKILL);
   EXPECT_TRUE(fs::exists(knn::journal_path(json.string())));
@@ -400,7 +401,8 @@ TEST(Journal, SigtermPastTheGraceEndsTheRunAndKeepsWhatFinished) {
   const pid_t pid = spawn({"--config", cfg.string(), "--version", "v0,t12", "--warmup", "0", "--min-samples", "1", "--max-noise", "0", "--min-time",
                            "0", "--json", json.string()},
                           log);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // v0 is done, t12 is in its 60 s call
+  EXPECT_TRUE(knn::testing::wait_for_booked(json.string(), 1)) << slurp(log);  // v0 is done,
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));                 // t12 is in its 60 s call
   const auto t0 = std::chrono::steady_clock::now();
   ::kill(pid, SIGTERM);
   EXPECT_EQ(wait_code(pid), 143) << slurp(log);

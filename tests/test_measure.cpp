@@ -144,24 +144,31 @@ TEST(OtherPhase, MultiGpuPhasesCountOnceThroughGpuThread) {
   EXPECT_EQ(r.phase_samples_ms[kOtherPhase], std::vector<double>{1});  // 10 − (8 + 1)
 }
 
+// 15 samples, not 3: a batch of 0.1 ms preempted on a busy 2-core machine (of the order of a few % of
+// batches when another process shares the core) counts 1 ms or more per call; the median of 3 was over
+// kMinSampleMs when 2 of 3 were, that of 15 needs 8 of 15.
 TEST(Sampler, ShortCallsAreBatchedAndReportedPerCall) {
-  MeasureOptions o = quick(3, 3, 0);
+  MeasureOptions o = quick(15, 15, 0);
   o.warmup = 3;  // the batch follows the fastest of them
   const Sampled run = sample({0.01}, o);
   ASSERT_EQ(run.r.status, Status::pass) << run.r.reason;
   EXPECT_GT(run.rec.calls_per_sample, 1);
-  // the warm-up calls, batches that only sized the batch, then 3 samples of a batch each
-  EXPECT_EQ(*run.calls, 3 + run.rec.calibration_calls + 3 * run.rec.calls_per_sample);
-  ASSERT_EQ(run.r.samples_ms.size(), 3u);
+  // the warm-up calls, batches that only sized the batch, then 15 samples of a batch each
+  EXPECT_EQ(*run.calls, 3 + run.rec.calibration_calls + 15 * run.rec.calls_per_sample);
+  ASSERT_EQ(run.r.samples_ms.size(), 15u);
   for (double ms : run.r.samples_ms) EXPECT_GE(ms, 0.01);
   EXPECT_LT(run.r.stats.median, kMinSampleMs);  // per call, not per batch
   EXPECT_NE(run.r.note.find("calls per sample"), std::string::npos) << run.r.note;
 }
 
+// A first call preempted past kMinSampleMs rightly leaves batches of one call: rare (a 5 µs call
+// against scheduler ticks of a few ms, of the order of 1 run in 1000 when another process shares
+// the core, by that estimate), and three runs in a row so preempted do not happen.
 TEST(Sampler, WithoutWarmUpTheFirstCallsSizeTheBatchAndAreDropped) {
   MeasureOptions o = quick(2, 2, 0);
   o.warmup = 0;
-  const Sampled run = sample({0.005}, o);
+  Sampled run = sample({0.005}, o);
+  for (int again = 0; again < 2 && run.rec.calls_per_sample <= 1; ++again) run = sample({0.005}, o);
   ASSERT_GT(run.rec.calls_per_sample, 1);
   EXPECT_GE(run.rec.calibration_calls, 1);  // at least the first call, alone
   EXPECT_EQ(*run.calls, run.rec.calibration_calls + 2 * run.rec.calls_per_sample);
