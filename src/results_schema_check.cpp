@@ -53,10 +53,11 @@ void check_results_agree(const std::string& file, const std::vector<Result>& res
       bad(file, i, "status", "\"inexact\", but its validation did not fail (inexact is a peer's answer that failed validation)");
     if (r.status == Status::inexact && r.family != "peer")
       bad(file, i, "status", fmt::format("\"inexact\" for family \"{}\": only a peer is graded inexact, knnbench's own versions fail", r.family));
-    const auto [it, fresh] = seen.emplace(std::pair{r.problem_case.id, r.version}, i);
+    const auto [it, fresh] = seen.emplace(std::pair{r.problem_case.id, r.label()}, i);
     if (!fresh)
-      bad(file, i, "version", fmt::format("case {} with {} again (already results[{}]): a results file holds each (case, version) once",
-                                          r.problem_case.id, r.version, it->second));
+      bad(file, i, "version",
+          fmt::format("case {} with {} again (already results[{}]): a results file holds each (case, version, parameters) once",
+                      r.problem_case.id, r.label(), it->second));
   }
 }
 

@@ -87,6 +87,27 @@ class Fields {
   std::string file_;
 };
 
+// {"name": "value", ...} (schema 2's params, params_chosen).
+std::map<std::string, std::string> read_words(const Fields& f, const json& o, const std::string& w) {
+  f.expect_object(o, w);
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : o.items()) out[name] = f.text(value, w + "." + name);
+  return out;
+}
+
+void read_params(const Fields& f, const json& j, const std::string& w, Result& r) {
+  if (const json* p = f.maybe(j, "params", w)) r.params = read_words(f, *p, w + ".params");
+  if (const json* c = f.maybe(j, "params_chosen", w)) r.params_chosen = read_words(f, *c, w + ".params_chosen");
+  if (const json* s = f.maybe(j, "params_set", w)) {
+    if (!s->is_array()) f.fail(w + ".params_set", fmt::format("expected an array of parameter names, found {}", s->type_name()));
+    for (std::size_t i = 0; i < s->size(); ++i) {
+      const std::string name = f.text((*s)[i], fmt::format("{}.params_set[{}]", w, i));
+      if (r.params.count(name) == 0) f.fail(fmt::format("{}.params_set[{}]", w, i), fmt::format("\"{}\", which params does not hold", name));
+      r.params_set.push_back(name);
+    }
+  }
+}
+
 void read_case(const Fields& f, const json& c, const std::string& w, Result& r) {
   Case& k = r.problem_case;
   // One by one, so that the first missing field is the one named.
@@ -218,6 +239,7 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   r.title = f.opt_string(j, "title", w);
   r.family = f.opt_string(j, "family", w);
   r.reason = f.opt_string(j, "reason", w);
+  read_params(f, j, w, r);
   r.path = f.opt_string(j, "path", w);
   r.note = f.opt_string(j, "note", w);
   if (timed(r.status))

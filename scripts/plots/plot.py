@@ -113,7 +113,10 @@ class Result:
             fail(f"{w}: no case object or version")
         self.case = c
         self.case_id = c.get("id")
-        self.version = r["version"]
+        # A variant of a parameter sweep is its own row: "v16[test=median,sort=off]", as the tables say.
+        params, chosen = r.get("params") or {}, r.get("params_set") or []
+        shown = [f"{n}={params.get(n, '?')}" for n in chosen if isinstance(n, str)] if isinstance(params, dict) else []
+        self.version = r["version"] + (f"[{','.join(shown)}]" if shown else "")
         self.family = r.get("family") or "?"
         self.status = r.get("status") or "?"
         self.reason = r.get("reason") or ""

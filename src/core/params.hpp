@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/errors.hpp"
+
 namespace knn {
 
 // A path's mode: "auto" (the version's rule decides), "off" (never), "on" (wherever it is exact).
@@ -16,9 +18,9 @@ const char* to_string(Mode m);
 
 // A bad parameter request: unknown version or parameter, a value out of range or not in the list.
 // The harness turns it into exit code 2.
-class ParamError : public std::runtime_error {
+class ParamError : public ConfigError {
  public:
-  using std::runtime_error::runtime_error;
+  using ConfigError::ConfigError;
 };
 
 struct ParamDecl {
