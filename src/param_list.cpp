@@ -44,9 +44,11 @@ std::string describe_params(const std::vector<const VersionDesc*>& versions) {
                        v->params.size() == 1 ? "" : "s", v->id);
     std::size_t width = 0;
     for (const ParamDecl& d : v->params) width = std::max(width, v->id.size() + 1 + d.name.size());
-    for (const ParamDecl& d : v->params)
-      out += fmt::format("  {:<{}}  {:<7}  {:<24}  default {:<5}  {}\n", v->id + "." + d.name, width, kind_name(d.kind), d.allowed(),
-                         d.default_value, d.help);
+    for (const ParamDecl& d : v->params) {
+      const std::string values = d.kind == ParamDecl::Kind::integer ? fmt::format("{}..{}", d.lo, d.hi) : d.allowed();
+      out += fmt::format("  {:<{}}  {:<7}  {:<14}  default {:<5}  {}\n", v->id + "." + d.name, width, kind_name(d.kind), values, d.default_value,
+                         d.help);
+    }
   }
   return out;
 }

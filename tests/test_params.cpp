@@ -237,7 +237,7 @@ TEST(Params, ARetiredEnvironmentVariableStopsTheRunNamingItsParameter) {
 TEST(Params, ListingsShowEveryParameter) {
   const auto r = testbin("params t-params");
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* s : {"t-params.split", "auto|off|on", "t-params.block", "an integer in [1, 64]", "default 8", "rows per block", "t-params.order",
+  for (const char* s : {"t-params.split", "auto|off|on", "t-params.block", "1..64", "default 8", "rows per block", "t-params.order",
                         "rows|cols", "t-params.extra", "on|off"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   const auto v0 = testbin("params v0");
