@@ -49,12 +49,15 @@ int list(const RunOptions& opts) {
   const auto versions = select_versions(opts.version_specs);
   const Matrix mx = run_matrix(opts);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
+  // The plan a run would make: every --param and the matrix's "params" checked as a run checks them.
+  const Plan plan = make_plan(cases, versions, PlanChoices{opts.seed, 0, false, false, opts.param_specs});
   fmt::print("Versions:\n");
   std::size_t id_width = 4;  // "v17"; the peers' ids are longer
   for (const VersionDesc* v : versions) id_width = std::max(id_width, v->id.size());
   for (const VersionDesc* v : versions)
     fmt::print("  {:<{}} {:<9} {:<17} {}\n", v->id, id_width, to_string(v->family), gpu_need(v->gpus), v->title);
   if (opts.list_params) fmt::print("\nParameters:\n{}", describe_params(versions));
+  fmt::print("{}", describe_variants(plan, cases));
   fmt::print("\nCases in {} (k = dimension, m = queries, n = references, topk = neighbours):\n", mx.file);
   fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<14} {:>10}  groups\n", "id", "k", "m", "n", "topk", "data", "seed");
   for (const auto& c : cases) {

@@ -374,6 +374,7 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
                   "Two settings of one parameter inside ONE results file, A then B: --params v15.tc=off v15.tc=on FILE "
                   "(an ablation's verdict)")
       ->expected(2)
+      ->allow_extra_args(false)
       ->type_name("A B");
   sub->add_option("--md", opts.markdown_path, "Also write the report as markdown to FILE (\"-\": standard output, instead of the text)")
       ->type_name("FILE");

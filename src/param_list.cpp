@@ -1,10 +1,12 @@
 #include "param_list.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/errors.hpp"
 
@@ -50,6 +52,21 @@ std::string describe_params(const std::vector<const VersionDesc*>& versions) {
                          d.help);
     }
   }
+  return out;
+}
+
+std::string describe_variants(const Plan& plan, const std::vector<Case>& cases) {
+  std::vector<std::string> labels, aside;
+  for (const CasePlan& cp : plan.cases)
+    for (const PlanItem& item : cp.items)
+      if (!item.params.set_names().empty() && std::find(labels.begin(), labels.end(), item.label()) == labels.end()) labels.push_back(item.label());
+  for (const Case& c : cases)
+    for (const std::string& spec : c.param_specs)
+      if (Registry::instance().find(spec.substr(0, spec.find('.'))) == nullptr && std::find(aside.begin(), aside.end(), spec) == aside.end())
+        aside.push_back(spec);
+  std::string out;
+  if (!labels.empty()) out += fmt::format("\nVariants ({} runs of (case, version) in all):\n  {}\n", plan.total(), fmt::join(labels, "\n  "));
+  if (!aside.empty()) out += fmt::format("\nSettings for versions this build does not have (set aside):\n  {}\n", fmt::join(aside, "\n  "));
   return out;
 }
 

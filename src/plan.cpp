@@ -53,9 +53,11 @@ std::vector<ParamRequest> command_line_requests(const std::vector<std::string>& 
 // The case's requests on top of the command line's: the case's value wins for the same parameter.
 std::vector<ParamRequest> merged(const std::vector<ParamRequest>& cli, const Case& c) {
   const std::string where = fmt::format("case {}: params", c.id);
-  std::vector<ParamRequest> out = parse_all(c.param_specs, where);
-  for (const ParamRequest& r : out)
-    if (Registry::instance().find(r.version) == nullptr) throw ParamError(fmt::format("{}: no version {} (knnbench --list)", where, r.version));
+  // A version this build does not have (a GPU version in a build without CUDA) runs nowhere here: its
+  // settings are set aside (--list names them), as those of a version not selected are.
+  std::vector<ParamRequest> out;
+  for (ParamRequest& r : parse_all(c.param_specs, where))
+    if (Registry::instance().find(r.version) != nullptr) out.push_back(std::move(r));
   for (const ParamRequest& r : cli)
     if (std::none_of(out.begin(), out.end(), [&](const ParamRequest& o) { return o.version == r.version && o.name == r.name; }))
       out.push_back(r);

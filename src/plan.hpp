@@ -58,7 +58,8 @@ struct PlanChoices {
 // several ranks the versions that shard the references run that way (before the others), the rest in
 // this process or, with --isolate, in a child each. ParamError (exit 2) for a --param that names no
 // version, a version not selected, an undeclared parameter or a value its declaration refuses; the
-// matrix's "params" may name versions that are not selected (a study's file serves several runs).
+// matrix's "params" may name versions that are not selected (a study's file serves several runs) or
+// not in this build.
 Plan make_plan(const std::vector<Case>& cases, const std::vector<const VersionDesc*>& versions, const PlanChoices& choices);
 
 }  // namespace knn
