@@ -225,7 +225,6 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
 
   // The file's "params" apply to every case; a case's own "params" win for the same parameter.
   const std::vector<std::string> file_params = root.contains("params") ? c.params(root["params"], "/params") : std::vector<std::string>{};
-
   // Defaults apply to every case that does not set the field itself.
   int def_topk = 1;
   Distribution def_dist = Distribution::uniform;
