@@ -21,6 +21,7 @@
 #include "isolate.hpp"
 #include "matrix.hpp"
 #include "results_journal.hpp"
+#include "param_list.hpp"
 #include "report.hpp"
 #include "output_file.hpp"
 #include "results_schema.hpp"
@@ -48,11 +49,15 @@ int list(const RunOptions& opts) {
   const auto versions = select_versions(opts.version_specs);
   const Matrix mx = run_matrix(opts);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
+  // The plan a run would make: every --param and the matrix's "params" checked as a run checks them.
+  const Plan plan = make_plan(cases, versions, PlanChoices{opts.seed, 0, false, false, opts.param_specs});
   fmt::print("Versions:\n");
   std::size_t id_width = 4;  // "v17"; the peers' ids are longer
   for (const VersionDesc* v : versions) id_width = std::max(id_width, v->id.size());
   for (const VersionDesc* v : versions)
     fmt::print("  {:<{}} {:<9} {:<17} {}\n", v->id, id_width, to_string(v->family), gpu_need(v->gpus), v->title);
+  if (opts.list_params) fmt::print("\nParameters:\n{}", describe_params(versions));
+  fmt::print("{}", describe_variants(plan, cases));
   fmt::print("\nCases in {} (k = dimension, m = queries, n = references, topk = neighbours):\n", mx.file);
   fmt::print("  {:>4} {:>4} {:>8} {:>9} {:>5}  {:<14} {:>10}  groups\n", "id", "k", "m", "n", "topk", "data", "seed");
   for (const auto& c : cases) {
@@ -143,9 +148,13 @@ std::string resolve_default_config(const std::string& path) {
 void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_option("--config", o.config, "Test matrix (JSON); see README for the schema")->capture_default_str();
   app.add_option("--version", o.version_specs, "Versions to run: v8, lists like v1,v3, ranges like v10-v12, a family like peer (repeatable; default all)");
+  app.add_option("--param", o.param_specs,
+                 "A version's parameter: --param v16.leaf=128; several values sweep them, each combination its own result "
+                 "(--param v16.test=box,median --param v16.sort=on,off: four). Repeatable; `knnbench params` lists them");
   app.add_option("--case", o.case_specs, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)");
   app.add_option("--group", o.groups, "Case groups from the matrix, e.g. smoke, ta, large (repeatable; with --case: both)");
   app.add_flag("--list", o.list, "List the versions and cases a run would take (--version, --case, --group apply), then exit");
+  app.add_flag("--params", o.list_params, "With --list: each listed version's parameters too");
   app.add_option("--devices", o.devices, "GPUs to use: all, ordinals like 0,1, or a range like 0-3")->capture_default_str();
   app.add_option("--host-memory", o.host_memory, "Host input memory: pinned (cudaMallocHost) or pageable (malloc, as the seeds)")
       ->capture_default_str();
@@ -250,6 +259,9 @@ int cli_main(int argc, char** argv) {
   // --version selects versions of the algorithm; the program's own version is -V or `knnbench version`.
   app.add_flag("-V", version_flag, "Print the program's version, then exit (--build-info says more)");
   CLI::App* version_cmd = app.add_subcommand("version", "Print the program's version, then exit");
+  std::vector<std::string> params_of;
+  CLI::App* params_cmd = app.add_subcommand("params", "List the versions' parameters (kind, allowed values, default, help), then exit");
+  params_cmd->add_option("versions", params_of, "Versions, as --version takes them (default: every version that declares one)");
 
   CompareOptions compare_opts;
   CLI::App* compare = add_compare_subcommand(app, compare_opts);
@@ -276,6 +288,12 @@ int cli_main(int argc, char** argv) {
     fmt::print("knnbench {}\n", build_info::version);
     return kExitOk;
   }
+  if (params_cmd->parsed()) {
+    std::vector<const VersionDesc*> vs = select_versions(params_of);
+    if (params_of.empty()) vs.erase(std::remove_if(vs.begin(), vs.end(), [](const VersionDesc* v) { return v->params.empty(); }), vs.end());
+    fmt::print("{}", describe_params(vs));
+    return kExitOk;
+  }
   if (compare->parsed()) return run_compare(compare_opts);
   if (report->parsed()) return rewrite_report(report_in, report_md, report_csv);
   if (!child_options_file.empty()) {
@@ -295,6 +313,7 @@ int cli_main(int argc, char** argv) {
   }
   if (o.list) return list(o);
   check_run_options(o);
+  refuse_retired_environment();
   return run_benchmark(o);
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "compare_params.hpp"
 #include "output_file.hpp"
 #include "report.hpp"  // inexact_text
 #include "results_journal.hpp"
@@ -32,8 +33,10 @@ std::string params(const Case& c) {
   return fmt::format("k={} m={} n={} topk={}{} {} seed={}", c.dim, c.m, c.n, c.topk, c.self_join ? " self-join" : "", data, c.seed);
 }
 
-// Results pair when version, case id and case parameters agree.
-std::string pair_key(const Result& r) { return fmt::format("{}#{}#{}", r.version, r.problem_case.id, params(r.problem_case)); }
+// Results pair when version, case id, case parameters and the version's parameters agree.
+std::string pair_key(const Result& r, const CompareOptions& o) {
+  return fmt::format("{}#{}#{}#{}", r.version, r.problem_case.id, params(r.problem_case), o.ignore_params ? "" : param_key(r));
+}
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
@@ -110,7 +113,7 @@ void sort_report(CompareReport& r) {
 
 // Checksums and statuses decide whether a pair is judged at all; this judges one that is.
 ComparedPair judge_pair(const Result& a, const Result& b, const CompareOptions& opts) {
-  ComparedPair p{a.problem_case.id, a.version,         params(a.problem_case), a.stats.median, a.stats.median_noise_pct,
+  ComparedPair p{a.problem_case.id, a.label(),         params(a.problem_case), a.stats.median, a.stats.median_noise_pct,
                  b.stats.median,    b.stats.median_noise_pct, a.stats.samples, b.stats.samples};
   p.ratio = a.stats.median > 0 && std::isfinite(b.stats.median) ? b.stats.median / a.stats.median : kNaN;
   p.verdict = judge_results(a, b, opts, &p.p_value);
@@ -198,13 +201,13 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   rep.options = opts;
 
   // A result appearing twice in one file: the first is used, the others are said.
-  auto index = [&rep, &filter](const std::vector<Result>& all, const std::string& file) {
+  auto index = [&rep, &filter, &opts](const std::vector<Result>& all, const std::string& file) {
     std::vector<const Result*> kept;
     std::map<std::string, const Result*> by_key;
     for (const auto& r : all) {
       if (!filter.keep(r)) continue;
-      if (!by_key.emplace(pair_key(r), &r).second) {
-        rep.notes.push_back(fmt::format("{} holds {} case {} more than once; the first is used.", file, r.version, r.problem_case.id));
+      if (!by_key.emplace(pair_key(r, opts), &r).second) {
+        rep.notes.push_back(fmt::format("{} holds {} case {} more than once; the first is used.", file, r.label(), r.problem_case.id));
         continue;
       }
       kept.push_back(&r);
@@ -218,7 +221,7 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   std::vector<std::pair<const Result*, const Result*>> pairs;
   std::vector<const Result*> left_b;
   for (const Result* rb : kept_b) {
-    const auto it = by_key_a.find(pair_key(*rb));
+    const auto it = by_key_a.find(pair_key(*rb, opts));
     if (it == by_key_a.end()) {
       left_b.push_back(rb);
       continue;
@@ -230,7 +233,8 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   for (const Result* ra : kept_a)
     if (!paired_a.count(ra)) left_a.push_back(ra);
 
-  // Same case id and version but other parameters: other inputs, so refused rather than "only in".
+  pair_other_parameter_values(left_a, left_b, pairs, rep);
+  // Same case id and version but other case parameters: other inputs, so refused rather than "only in".
   for (auto ia = left_a.begin(); ia != left_a.end();) {
     const Result& ra = **ia;
     const auto ib = std::find_if(left_b.begin(), left_b.end(),
@@ -246,9 +250,9 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
     ia = left_a.erase(ia);
   }
   for (const Result* r : left_a)
-    rep.uncompared.push_back({NotCompared::only_in_a, r->problem_case.id, r->version, fmt::format("only in A ({}, {})", params(r->problem_case), to_string(r->status))});
+    rep.uncompared.push_back({NotCompared::only_in_a, r->problem_case.id, r->label(), fmt::format("only in A ({}, {})", params(r->problem_case), to_string(r->status))});
   for (const Result* r : left_b)
-    rep.uncompared.push_back({NotCompared::only_in_b, r->problem_case.id, r->version, fmt::format("only in B ({}, {})", params(r->problem_case), to_string(r->status))});
+    rep.uncompared.push_back({NotCompared::only_in_b, r->problem_case.id, r->label(), fmt::format("only in B ({}, {})", params(r->problem_case), to_string(r->status))});
 
   for (const auto& [ra, rb] : pairs) {
     if (ra->query_checksum != rb->query_checksum || ra->reference_checksum != rb->reference_checksum) {
@@ -274,6 +278,10 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
       auto side = [](const Result* r) { return r->status == Status::inexact ? "inexact (" + inexact_text(*r) + ")" : std::string("exact"); };
       rep.notes.push_back(fmt::format("{} case {}: A {}, B {}", ra->version, ra->problem_case.id, side(ra), side(rb)));
     }
+    if (opts.ignore_params)
+      if (const auto diff = param_differences(*ra, *rb); !diff.empty())
+        rep.notes.push_back(fmt::format("{} case {}: paired under --ignore-params although its parameters differ ({})", ra->version,
+                                        ra->problem_case.id, join(diff)));
     rep.pairs.push_back(judge_pair(*ra, *rb, opts));
   }
   sort_report(rep);
@@ -298,16 +306,28 @@ CompareReport compare_documents(const json& doc_a, const json& doc_b, const Comp
 
 int run_compare(const CompareOptions& opts) {
   try {
-    if (opts.file_a.empty() || opts.file_b.empty()) throw CompareError("needs two results files: knnbench compare A.json B.json");
+    const bool by_params = !opts.params_ab.empty();
+    if (by_params) {
+      if (opts.params_ab.size() != 2) throw CompareError("--params takes two settings: knnbench compare --params v15.tc=off v15.tc=on FILE.json");
+      if (opts.file_a.empty() || !opts.file_b.empty())
+        throw CompareError("--params compares two settings inside one results file: knnbench compare --params A B FILE.json");
+    } else if (opts.file_a.empty() || opts.file_b.empty()) {
+      throw CompareError("needs two results files: knnbench compare A.json B.json");
+    }
     // Before anything is read or written: the markdown must not replace an input (A, B, or the
     // journal of a killed run beside either, which holds its only copy of the finished results).
     for (const auto& [side, input] : {std::pair{"A", &opts.file_a}, std::pair{"B", &opts.file_b}})
-      refuse_same_files({{"--md", opts.markdown_path}, {fmt::format("results file {}", side), *input}, {fmt::format("{}'s journal", side), journal_path(*input)}});
+      if (!input->empty())
+        refuse_same_files({{"--md", opts.markdown_path}, {fmt::format("results file {}", side), *input}, {fmt::format("{}'s journal", side), journal_path(*input)}});
     // A directory, a FIFO with no reader, a folder that takes no new file: said now, not after the report.
     check_output("--md", opts.markdown_path);
-    const ResultsDocument a = read_results_file(opts.file_a);
-    const ResultsDocument b = read_results_file(opts.file_b);
-    const CompareReport rep = compare_runs(a, b, opts);
+    CompareReport rep;
+    if (by_params) {
+      const auto [a, b] = split_by_params(read_results_file(opts.file_a), opts.params_ab[0], opts.params_ab[1]);
+      rep = compare_runs(a, b, opts);
+    } else {
+      rep = compare_runs(read_results_file(opts.file_a), read_results_file(opts.file_b), opts);
+    }
     // The terminal gets the text report unless the markdown goes to standard output instead.
     if (opts.markdown_path != "-") {
       const bool colour = colour_wanted(STDOUT_FILENO);  // a terminal without NO_COLOR
@@ -348,6 +368,14 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
       ->type_name("PCT");
   sub->add_option("--version", opts.versions, "Versions to compare: v3, or lists like v1,v3 (repeatable; default all)")->delimiter(',');
   sub->add_option("--case", opts.cases, "Case ids: 11, ranges like 8-11, or lists (repeatable; default all)")->delimiter(',');
+  sub->add_flag("--ignore-params", opts.ignore_params,
+                "Pair results of a version whose parameters differ (by default they are different variants, not paired)");
+  sub->add_option("--params", opts.params_ab,
+                  "Two settings of one parameter inside ONE results file, A then B: --params v15.tc=off v15.tc=on FILE "
+                  "(an ablation's verdict)")
+      ->expected(2)
+      ->allow_extra_args(false)
+      ->type_name("A B");
   sub->add_option("--md", opts.markdown_path, "Also write the report as markdown to FILE (\"-\": standard output, instead of the text)")
       ->type_name("FILE");
   sub->footer(
@@ -356,7 +384,8 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareOptions& opts) {
       "noise of both sides (the medians' ~95 % confidence intervals do not overlap) and the Mann-Whitney U test on\n"
       "the raw samples rejects equality at --alpha (default 0.01); SAME otherwise. \"too few samples\" when the U\n"
       "test cannot reach alpha (e.g. 4 against 4 samples at 0.01); ???? without a time or raw samples.\n"
-      "Results whose input checksums differ are refused; skipped or failed ones are listed, not compared.\n\n"
+      "Results whose input checksums differ are refused; skipped or failed ones are listed, not compared.\n"
+      "A version's results pair only when its parameters agree (--ignore-params pairs them anyway).\n\n"
       "Exit codes (compare): 0 no SLOWER verdict; 1 at least one SLOWER verdict (the report counts them);\n"
       "2 nothing compared (no pair of passing results, with the reason) or a usage error (missing or\n"
       "invalid file, wrong schema_version, bad flag), with a one-line message; 3 an internal error.\n\n"

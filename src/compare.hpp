@@ -34,7 +34,18 @@ struct CompareOptions {
   std::vector<std::string> versions;  // "v3", "v1,v3"
   std::vector<std::string> cases;     // "11", "8-11", "0,3"
   std::string markdown_path;           // --md FILE: the report as markdown ("-": standard output)
+  // Results whose versions' parameters differ are not paired; --ignore-params pairs them anyway
+  // (the report names the parameters that differ).
+  bool ignore_params = false;
+  // --params A B: one results file (file_a), its results with parameter setting A against those with
+  // B ("v15.tc=off" "v15.tc=on"): an ablation's verdict.
+  std::vector<std::string> params_ab;
 };
+
+// The two sides of `compare --params A B` drawn from one document: the results whose version has
+// setting A (resp. B), the compared parameter then removed so that the rest pairs them. CompareError
+// for a malformed setting, or a side with no result.
+std::pair<ResultsDocument, ResultsDocument> split_by_params(const ResultsDocument& doc, const std::string& a, const std::string& b);
 
 // A usage problem: a missing or invalid file, a bad filter. The message names the file.
 class CompareError : public std::runtime_error {

@@ -18,9 +18,9 @@ namespace {
 class SkipAll final : public Executor {
  public:
   explicit SkipAll(const PreparedCase& data) : data_(data) {}
-  Result run(const VersionDesc& v, Progress& progress) override {
-    progress.start(data_.c, v);
-    Result r = data_.result_for(v);
+  Result run(const PlanItem& item, Progress& progress) override {
+    progress.start(data_.c, item.label());
+    Result r = data_.result_for(item);
     mark_skipped(r, *data_.skip);
     return r;
   }
@@ -35,19 +35,21 @@ class SkipAll final : public Executor {
 class InProcess final : public Executor {
  public:
   InProcess(PreparedCase& data, const MeasureOptions& measure, const Environment& env) : data_(data), measure_(measure), env_(env) {}
-  Result run(const VersionDesc& v, Progress& progress) override {
-    Result r = data_.result_for(v);
-    const std::optional<std::string> why = why_skipped(v, data_.problem, env_);
+  Result run(const PlanItem& item, Progress& progress) override {
+    const VersionDesc& v = *item.version;
+    const Environment env = with_params(env_, item);
+    Result r = data_.result_for(item);
+    const std::optional<std::string> why = why_skipped(v, data_.problem, env);
     const Reference* reference = nullptr;
     try {
       if (!why) reference = data_.reference(progress);
     } catch (const std::bad_alloc&) {
-      progress.start(data_.c, v);
+      progress.start(data_.c, item.label());
       mark_skipped(r, skip_reason::out_of_host_memory("computing the validation reference", data_.input_bytes, double(usable_host_memory())));
       return r;
     }
-    progress.start(data_.c, v);
-    measure_unless_skipped(v, data_.problem, env_, measure_, why, reference, r);
+    progress.start(data_.c, item.label());
+    measure_unless_skipped(v, data_.problem, env, measure_, why, reference, r);
     if (v.gpus != GpuNeed::none) trim_device_pools(env_.devices);
     return r;
   }
@@ -62,9 +64,9 @@ class InProcess final : public Executor {
 class Isolated final : public Executor {
  public:
   Isolated(const PreparedCase& data, const RunOptions& opts) : data_(data), opts_(opts) {}
-  Result run(const VersionDesc& v, Progress& progress) override {
-    progress.start(data_.c, v);
-    return run_isolated(opts_, data_.c, v);
+  Result run(const PlanItem& item, Progress& progress) override {
+    progress.start(data_.c, item.label());
+    return run_isolated(opts_, data_.c, item);
   }
 
  private:
@@ -73,6 +75,12 @@ class Isolated final : public Executor {
 };
 
 }  // namespace
+
+Environment with_params(const Environment& env, const PlanItem& item) {
+  Environment e = env;
+  e.params = item.params;
+  return e;
+}
 
 std::unique_ptr<Executor> make_executor(Way way, PreparedCase& data, const RunOptions& opts, const MeasureOptions& measure,
                                         const Environment& env) {

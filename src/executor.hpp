@@ -17,17 +17,22 @@ namespace knn {
 class Executor {
  public:
   virtual ~Executor() = default;
-  // Runs `v` on the case: calls progress.start(case, v) once, before the version's own work (after
-  // a step of the case it needs first, such as the validation reference), and returns its result.
-  virtual Result run(const VersionDesc& v, Progress& progress) = 0;
+  // Runs the item's version with its parameters on the case: calls progress.start(case, label)
+  // once, before the version's own work (after a step of the case it needs first, such as the
+  // validation reference), and returns its result.
+  virtual Result run(const PlanItem& item, Progress& progress) = 0;
   // Whether the runner ends the case between two versions on an interrupt (SIGINT, SIGTERM).
   // Sharded ranks stop together inside the measurement instead; skips have nothing to stop.
   virtual bool stops_between_versions() const { return true; }
 };
 
 // The executor of `way` for `data` (kept by reference), or, when data.skip is set, one that reports
-// every version skipped with that reason. `opts` is the run's (an --isolate child receives them),
+// every version skipped with that reason. The version sees `env` with the item's parameters
+// (with_params). `opts` is the run's (an --isolate child receives them),
 // `measure` the measurement options and `env` the devices and ranks of this process.
+// `env` with the values of the item's parameters: what the item's version sees.
+Environment with_params(const Environment& env, const PlanItem& item);
+
 std::unique_ptr<Executor> make_executor(Way way, PreparedCase& data, const RunOptions& opts, const MeasureOptions& measure,
                                         const Environment& env);
 

@@ -154,11 +154,14 @@ int remove_stale_isolate_files() {
   return removed;
 }
 
-RunOptions child_options(const RunOptions& opts, int case_id, const std::string& version_id, const std::string& json_path) {
+RunOptions child_options(const RunOptions& opts, int case_id, const PlanItem& item, const std::string& json_path) {
   RunOptions o = opts;
   o.case_specs = {std::to_string(case_id)};
   o.groups.clear();
-  o.version_specs = {version_id};
+  o.version_specs = {item.version->id};
+  o.param_specs.clear();  // the item's own values, one each: the child runs this variant alone
+  for (const std::string& name : item.params.set_names()) o.param_specs.push_back(item.version->id + "." + name + "=" + item.params.text(name));
+  o.ignore_matrix_params = true;
   o.json_path = json_path;
   o.md_path.clear();
   o.csv_path.clear();
@@ -178,17 +181,20 @@ RunOptions read_child_options(const std::string& path) {
   }
 }
 
-Result run_isolated(const RunOptions& opts, const Case& c, const VersionDesc& v) {
+Result run_isolated(const RunOptions& opts, const Case& c, const PlanItem& item) {
+  const VersionDesc& v = *item.version;
   Result r;
   r.problem_case = c;
   r.version = v.id;
   r.title = v.title;
   r.family = to_string(v.family);
+  r.params = item.params.values();
+  r.params_set = item.params.set_names();
   const auto stem = std::filesystem::temp_directory_path() / fmt::format("knnbench-{}-case{}-{}", ::getpid(), c.id, v.id);
   const TempFile results(stem.string() + ".json"), options(stem.string() + "-options.json");
   {
     std::ofstream out(options.path);
-    out << nlohmann::json(child_options(opts, c.id, v.id, results.path)).dump();
+    out << nlohmann::json(child_options(opts, c.id, item, results.path)).dump();
     if (!out) throw std::runtime_error(fmt::format("--isolate: cannot write {}", options.path));
   }
   // The backstop deadline covers data generation and the reference too.

@@ -10,17 +10,18 @@
 #include "core/registry.hpp"
 #include "matrix.hpp"
 #include "options.hpp"
+#include "plan.hpp"
 #include "result.hpp"
 
 namespace knn {
 
 // Parent side. `c` carries the seed the run uses. Never throws for what the child does; throws
 // std::runtime_error when no child can be started.
-Result run_isolated(const RunOptions& opts, const Case& c, const VersionDesc& v);
+Result run_isolated(const RunOptions& opts, const Case& c, const PlanItem& item);
 
 // The options a child receives: `opts` narrowed to case `case_id` and version `version_id`,
 // writing its one result to `json_path`.
-RunOptions child_options(const RunOptions& opts, int case_id, const std::string& version_id, const std::string& json_path);
+RunOptions child_options(const RunOptions& opts, int case_id, const PlanItem& item, const std::string& json_path);
 
 // Removes what killed --isolate runs left in the temporary folder: this user's
 // "knnbench-<pid>-*" files whose parent process <pid> no longer exists. Returns how many.

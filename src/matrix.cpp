@@ -14,6 +14,7 @@
 
 #include "datafile.hpp"
 #include "core/errors.hpp"
+#include "core/params.hpp"
 
 namespace knn {
 namespace {
@@ -64,6 +65,30 @@ struct Checker {
         fail(path + "/" + printable(it.key()), it.value(), fmt::format("no unknown field here (allowed: {})", list));
       }
     }
+  }
+
+  // "params": {"v16.test": ["box", "median"], "v16.leaf": 128} -> {"v16.test=box,median", "v16.leaf=128"}.
+  // Only the form is checked here: the plan checks the versions and values against the registry.
+  std::vector<std::string> params(const json& v, const std::string& path) const {
+    if (!v.is_object() || v.empty()) fail(path, v, "an object of \"VERSION.NAME\": a value or a list of values (e.g. {\"v16.test\": [\"box\", \"median\"]})");
+    std::vector<std::string> out;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      const std::string p = path + "/" + printable(it.key());
+      std::string text = it.key() + "=";
+      const json values = it.value().is_array() ? it.value() : json::array({it.value()});
+      for (const json& x : values) {
+        const bool word = x.is_string() && !x.get<std::string>().empty() && x.get<std::string>().find(',') == std::string::npos;
+        if (!word && !x.is_number_integer()) fail(p, it.value(), "a word, an integer, or a non-empty list of them");
+        text += (&x == &values.front() ? "" : ",") + (word ? x.get<std::string>() : x.dump());
+      }
+      try {
+        parse_param_request(text, p);  // also refuses an empty list ("v16.leaf=")
+      } catch (const ParamError&) {
+        fail(p, it.value(), "a key VERSION.NAME (e.g. \"v16.leaf\") and distinct values: a word, an integer, or a non-empty list of them");
+      }
+      out.push_back(std::move(text));
+    }
+    return out;
   }
 
   long long integer(const json& v, const std::string& path, long long lo, long long hi, const char* what) const {
@@ -189,7 +214,7 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
   if (!duplicate.empty())
     throw ConfigError(fmt::format("{}: key \"{}\" appears twice in one object: expected unique keys", file_label, printable(duplicate)));
   if (!root.is_object()) c.fail("", root, "a JSON object with \"schema_version\" and \"cases\"");
-  c.only_keys(root, "", {"schema_version", "description", "defaults", "cases"});
+  c.only_keys(root, "", {"schema_version", "description", "defaults", "params", "cases"});
 
   Matrix mx;
   mx.file = file_label;
@@ -198,6 +223,8 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
   mx.schema_version = int(c.integer(root["schema_version"], "/schema_version", kMatrixSchemaVersion, kMatrixSchemaVersion, "the schema version"));
   if (root.contains("description") && !root["description"].is_string()) c.fail("/description", root["description"], "a string");
 
+  // The file's "params" apply to every case; a case's own "params" win for the same parameter.
+  const std::vector<std::string> file_params = root.contains("params") ? c.params(root["params"], "/params") : std::vector<std::string>{};
   // Defaults apply to every case that does not set the field itself.
   int def_topk = 1;
   Distribution def_dist = Distribution::uniform;
@@ -221,7 +248,7 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
     const std::string p = fmt::format("/cases/{}", i);
     if (!cj.is_object()) c.fail(p, cj, "a case object with id, k, m, n");
     c.only_keys(cj, p, {"id", "k", "m", "n", "topk", "distribution", "max", "self_join", "seed", "groups", "description",
-                        "queries_file", "references_file", "validate_queries", "fetch", "ground_truth_file"});
+                        "queries_file", "references_file", "validate_queries", "fetch", "ground_truth_file", "params"});
     bool self_join = false;
     if (cj.contains("self_join")) {
       if (!cj["self_join"].is_boolean()) c.fail(p + "/self_join", cj["self_join"], "true or false");
@@ -291,6 +318,10 @@ Matrix parse_matrix(const std::string& text, const std::string& file_label) {
       }
     }
     c.truth_shape(cs, p);
+    cs.param_specs = cj.contains("params") ? c.params(cj["params"], p + "/params") : std::vector<std::string>{};
+    for (const std::string& f : file_params)  // the file's, unless the case sets the same parameter
+      if (std::none_of(cs.param_specs.begin(), cs.param_specs.end(), [&](const std::string& s) { return s.substr(0, s.find('=')) == f.substr(0, f.find('=')); }))
+        cs.param_specs.push_back(f);
     mx.cases.push_back(std::move(cs));
   }
   return mx;

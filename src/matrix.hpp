@@ -40,6 +40,9 @@ struct Case {
   // "validate_queries": validate this many queries spread over m by default (large cases whose full
   // reference would take hours); 0 = every query. --validate-queries overrides it.
   int validate_queries = 0;
+  // "params": the versions' parameters this case runs with, as `--param` writes them
+  // ("v16.test=box,median"): the file's "params" and then the case's own (which wins).
+  std::vector<std::string> param_specs;
 };
 
 struct Matrix {

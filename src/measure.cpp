@@ -202,6 +202,7 @@ std::optional<Answer> measure(const VersionDesc& desc, const Problem& p, const E
         for (const auto& [name, ms] : phases) r.device_phase_samples_ms[dev][name].push_back(ms * per);
     }
     r.path = ctx.path;
+    r.params_chosen = ctx.chosen;
     r.devices_used = ctx.devices_used;
     return total;
   };

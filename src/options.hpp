@@ -50,12 +50,15 @@ struct RunOptions {
   std::vector<std::string> case_specs;     // "11", "8-11", "0,3"
   std::vector<std::string> groups;         // "ta", "large", "smoke"
   std::vector<std::string> version_specs;  // "v8", "v1,v3"
+  std::vector<std::string> param_specs;    // --param "v16.leaf=128", "v16.test=box,median" (a sweep)
+  bool ignore_matrix_params = false;       // the matrix's "params" are not read (an --isolate child's)
   std::string devices = "all";             // "all" or "0,1"
   std::string host_memory = "pinned";      // pinned | pageable
   std::optional<std::uint64_t> seed;       // overrides every case's seed
   MeasureOptions measure;
   bool quiet = false;
   bool list = false;
+  bool list_params = false;  // --list --params
   bool isolate = false;         // run each (case, version) in a child process
   bool isolated_child = false;  // this process is such a child: no screen output
   std::string json_path, md_path, csv_path;
@@ -69,7 +72,7 @@ struct RunOptions {
 // another build is an error, not a silent default.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
                                    strict_peers, validate_queries, dump_answers, kill_after_max_time)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, devices, host_memory, seed, measure, quiet, list,
-                                   isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, param_specs, ignore_matrix_params, devices, host_memory, seed,
+                                   measure, quiet, list, list_params, isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case)
 
 }  // namespace knn

@@ -4,6 +4,7 @@
 // walks it case by case; nothing here measures or reads data.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/registry.hpp"
@@ -18,17 +19,23 @@ enum class Way {
 };
 const char* to_string(Way w);
 
+// One version with the values of its declared parameters (a sweep gives one item per combination).
 struct PlanItem {
   const VersionDesc* version = nullptr;
   Way way = Way::in_process;
+  ParamValues params;  // every declared parameter's value for this item, defaults included
+  // "v16[test=median,sort=off]": the id, with the parameters the user set.
+  std::string label() const { return variant_label(version->id, params); }
 };
 
 struct CasePlan {
   Case c;                    // as the run takes it: --seed applied
   int validate_queries = 0;  // --validate-queries, else the case's own, else 0 (every query)
   std::vector<PlanItem> items;  // the sharded versions first (every rank), then the others
-  // The versions run the way `w`, in order.
+  // The versions run the way `w`, in order (a version once per variant).
   std::vector<const VersionDesc*> versions(Way w) const;
+  // The items run the way `w`, in order.
+  std::vector<const PlanItem*> items_of(Way w) const;
 };
 
 struct Plan {
@@ -42,11 +49,17 @@ struct PlanChoices {
   int validate_queries = 0;           // --validate-queries (0: each case's own)
   bool isolate = false;               // --isolate
   bool many_ranks = false;            // under mpirun with more than one rank
+  // --param VERSION.NAME=V1[,V2...]: each names a selected version; several values sweep.
+  std::vector<std::string> param_specs;
 };
 
-// Every case with every version, in the order given: under several ranks the versions that shard
-// the references run that way (before the others), the rest in this process or, with --isolate,
-// in a child each.
+// Every case with every version, in the order given, each version once per combination of its
+// parameters' values (--param, then the case's "params", which wins for the same parameter): under
+// several ranks the versions that shard the references run that way (before the others), the rest in
+// this process or, with --isolate, in a child each. ParamError (exit 2) for a --param that names no
+// version, a version not selected, an undeclared parameter or a value its declaration refuses; the
+// matrix's "params" may name versions that are not selected (a study's file serves several runs) or
+// not in this build.
 Plan make_plan(const std::vector<Case>& cases, const std::vector<const VersionDesc*>& versions, const PlanChoices& choices);
 
 }  // namespace knn

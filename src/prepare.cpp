@@ -44,6 +44,13 @@ Result PreparedCase::result_for(const VersionDesc& v) const {
   return r;
 }
 
+Result PreparedCase::result_for(const PlanItem& item) const {
+  Result r = result_for(*item.version);
+  r.params = item.params.values();
+  r.params_set = item.params.set_names();
+  return r;
+}
+
 std::optional<std::string> PreparedCase::room_for(std::size_t query_floats, std::size_t reference_floats) {
   input_bytes = 4.0 * double(query_floats + reference_floats) + 8.0 * 2.0 * double(std::size_t(c.m) * c.topk);
   const double have = double(usable_host_memory());  // RLIMIT_AS and the cgroup's limit count

@@ -27,7 +27,7 @@ class Progress {
  public:
   virtual ~Progress() = default;
   virtual void step(const Case& c, const std::string& what) = 0;
-  virtual void start(const Case& c, const VersionDesc& v) = 0;
+  virtual void start(const Case& c, const std::string& label) = 0;  // label: PlanItem::label()
 };
 
 class PreparedCase {
@@ -43,6 +43,8 @@ class PreparedCase {
 
   // A result of `v` on this case before it runs: the case, the inputs' checksums and the version's names.
   Result result_for(const VersionDesc& v) const;
+  // The same, with the item's parameters recorded.
+  Result result_for(const PlanItem& item) const;
   // The validation reference, null when the run does not validate (and on ranks other than 0). In
   // this process it is computed at the first call (a step on `progress`), so a case whose versions
   // all skip never computes it; std::bad_alloc when it does not fit (a later call tries again).

@@ -79,7 +79,7 @@ std::string ground_truth_legend(const std::vector<Result>& results) {
     if (!r.validated) continue;
     ++validated[r.problem_case.id];
     const std::string truth = ground_truth_remark(r);
-    if (!truth.empty()) by_truth[truth][r.problem_case.id].push_back(r.version);
+    if (!truth.empty()) by_truth[truth][r.problem_case.id].push_back(r.label());
   }
   std::string s;
   for (auto& [truth, cases] : by_truth) {
@@ -105,7 +105,7 @@ std::string inexact_legend(const std::vector<Result>& results) {
   std::string s;
   for (const auto& r : results)
     if (r.status == Status::inexact)
-      s += fmt::format("{}{} case {}: {}", s.empty() ? "" : "; ", r.version, r.problem_case.id, inexact_text(r));
+      s += fmt::format("{}{} case {}: {}", s.empty() ? "" : "; ", r.label(), r.problem_case.id, inexact_text(r));
   if (s.empty()) return s;
   return "! = inexact: a peer's answer failed validation (graded, not a failure; --strict-peers makes it one): " + s + ".\n";
 }
@@ -150,8 +150,8 @@ std::vector<std::vector<std::string>> summary_table(const std::vector<Result>& r
   std::map<std::pair<std::string, int>, std::string> cell;
   for (const auto& r : results) {
     if (std::find(case_ids.begin(), case_ids.end(), r.problem_case.id) == case_ids.end()) case_ids.push_back(r.problem_case.id);
-    if (std::find(versions.begin(), versions.end(), r.version) == versions.end()) versions.push_back(r.version);
-    cell[{r.version, r.problem_case.id}] = summary_cell(r);
+    if (std::find(versions.begin(), versions.end(), r.label()) == versions.end()) versions.push_back(r.label());
+    cell[{r.label(), r.problem_case.id}] = summary_cell(r);
   }
   std::sort(case_ids.begin(), case_ids.end());
   std::sort(versions.begin(), versions.end(), version_less);

@@ -57,7 +57,7 @@ std::string skip_summary(const std::vector<Result>& all) {
     if (std::find(every.begin(), every.end(), r.problem_case.id) == every.end()) every.push_back(r.problem_case.id);
   std::map<std::string, std::map<std::string, std::vector<int>>> by_reason;  // reason -> version -> cases
   for (const auto& r : all)
-    if (r.status == Status::skip) by_reason[r.reason + (r.interrupted ? " (interrupted)" : "")][r.version].push_back(r.problem_case.id);
+    if (r.status == Status::skip) by_reason[r.reason + (r.interrupted ? " (interrupted)" : "")][r.label()].push_back(r.problem_case.id);
   std::string out;
   for (const auto& [reason, versions] : by_reason) {
     std::map<std::vector<int>, std::vector<std::string>> by_cases;
@@ -141,7 +141,7 @@ class ScreenReporter final : public Reporter {
     }
     ++ran_;
     if (tty_) fmt::print("\r\033[K");
-    const std::string head = fmt::format("{}case {:>2} {:<4}", tty_ ? "" : fmt::format("[{}/{}] ", index_ + 1, total_), r.problem_case.id, r.version);
+    const std::string head = fmt::format("{}case {:>2} {:<4}", tty_ ? "" : fmt::format("[{}/{}] ", index_ + 1, total_), r.problem_case.id, r.label());
     std::string line;
     if (r.status == Status::fail) {
       line = fmt::format("{} {} {}{}", paint("Fail:", Colour::red, colour_), head, r.reason, r.interrupted ? " (interrupted)" : "");

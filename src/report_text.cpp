@@ -80,7 +80,7 @@ class MarkdownReporter final : public Reporter {
     for (const auto& r : all) {
       const auto& c = r.problem_case;
       std::vector<std::string> row{std::to_string(c.id), std::to_string(c.dim), std::to_string(c.m), std::to_string(c.n),
-                                   std::to_string(c.topk), r.version, to_string(r.status),
+                                   std::to_string(c.topk), r.label(), to_string(r.status),
                                    timed(r.status) ? format_ms(r.stats.median) : "",
                                    timed(r.status) ? format_noise_pct(r.stats.median_noise_pct) : "",
                                    std::to_string(r.stats.samples)};
@@ -113,7 +113,7 @@ class MarkdownReporter final : public Reporter {
           best = &b;
       if (!best) continue;
       const double ratio = t.stats.median / best->stats.median;
-      rows.push_back({std::to_string(t.problem_case.id), t.version, opt_ms(phase_median(t, "build")), opt_ms(phase_median(t, "query")),
+      rows.push_back({std::to_string(t.problem_case.id), t.label(), opt_ms(phase_median(t, "build")), opt_ms(phase_median(t, "query")),
                    format_ms(t.stats.median), best->version, format_ms(best->stats.median),
                    ratio <= 1 ? fmt::format("tree wins ({:.2f}x faster)", 1 / ratio) : fmt::format("tree loses ({:.2f}x slower)", ratio)});
     }
@@ -137,7 +137,7 @@ class CsvReporter final : public Reporter {
       const auto& st = r.stats;
       // A result that did not pass has no time: empty cells, never 0.
       auto t = [&r](double v) { return timed(r.status) && std::isfinite(v) ? fmt::format("{}", v) : std::string(); };
-      s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), r.version,
+      s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}", c.id, c.dim, c.m, c.n, c.topk, to_string(c.distribution), r.label(),
                        r.family, to_string(r.status), st.samples, t(st.median), t(st.min), t(st.max), t(st.mean), t(st.stdev), t(st.noise_pct));
       for (const auto& p : kPhaseColumns) {
         const double v = phase_median(r, p);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/params.hpp"
 #include "core/environment.hpp"
 #include "matrix.hpp"
 #include "mpi_env.hpp"
@@ -38,6 +39,11 @@ struct Result {
   std::string version, title, family;
   Status status = Status::skip;
   std::string reason;  // skip or failure reason; for inexact, what was wrong
+  // The value of every parameter the version declares (defaults included), the ones the user set
+  // (in declaration order: the label shows them) and, for each `auto`, what its rule chose here.
+  std::map<std::string, std::string> params;
+  std::vector<std::string> params_set;
+  std::map<std::string, std::string> params_chosen;
   std::string path;    // internal path the version reported, if any
   std::string note;    // harness remark about the measurement (e.g. a single cold sample)
   std::vector<int> devices_used;
@@ -52,6 +58,8 @@ struct Result {
   ResultClocks clocks;
   std::map<std::string, std::vector<double>> phase_samples_ms;  // build, query, h2d, kernel, d2h, ...
   std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
+  // "v16[test=median]": the version id with the parameters the user set; the id alone otherwise.
+  std::string label() const { return variant_label(version, params, params_set); }
 };
 
 // The build that wrote a results file, as the file's "meta" records it. Empty for the run in

@@ -91,6 +91,9 @@ json result_to_json(const Result& r) {
   j["family"] = r.family;
   j["status"] = to_string(r.status);
   j["reason"] = text_or_null(r.reason);
+  j["params"] = r.params;  // every declared parameter's value (schema 2)
+  j["params_set"] = r.params_set;
+  j["params_chosen"] = r.params_chosen;
   j["path"] = text_or_null(r.path);
   j["note"] = text_or_null(r.note);
   j["devices_used"] = r.devices_used;

@@ -1,5 +1,5 @@
 #pragma once
-// The results schema (schema_version 1): its one writer and its one reader. The JSON reporter,
+// The results schema (schema_version 2; 1 still reads): its one writer and its one reader. The JSON reporter,
 // --isolate's child processes, `knnbench report` and `knnbench compare` all go through here.
 #include <cstddef>
 #include <nlohmann/json.hpp>
@@ -11,7 +11,9 @@
 
 namespace knn {
 
-inline constexpr int kResultsSchemaVersion = 1;
+// 2: each result records its version's parameters (params, params_set, params_chosen); a file of
+// schema 1 reads as results without parameters.
+inline constexpr int kResultsSchemaVersion = 2;
 
 // A results file that cannot be read: the message names the file, the result's index and the
 // field ("base.json: results[3].case.seed: missing").

@@ -92,10 +92,10 @@ void check_results_agree(const std::vector<std::string>& labels, const std::vect
       bad(label, "status", "\"inexact\", but its validation did not fail (inexact is a peer's answer that failed validation)");
     if (r.status == Status::inexact && r.family != "peer")
       bad(label, "status", fmt::format("\"inexact\" for family \"{}\": only a peer is graded inexact, knnbench's own versions fail", r.family));
-    const auto [it, fresh] = seen.emplace(std::pair{r.problem_case.id, r.version}, i);
+    const auto [it, fresh] = seen.emplace(std::pair{r.problem_case.id, r.label()}, i);
     if (!fresh)
-      bad(label, "version", fmt::format("case {} with {} again (already {}): a results file holds each (case, version) once",
-                                        r.problem_case.id, r.version, same_file(labels.at(it->second), label)));
+      bad(label, "version", fmt::format("case {} with {} again (already {}): a results file holds each (case, version, parameters) once",
+                                        r.problem_case.id, r.label(), same_file(labels.at(it->second), label)));
   }
 }
 

@@ -120,8 +120,8 @@ ResultsDocument read_results_document(const json& doc, const std::string& file, 
   if (!doc.is_object()) bad_file(file, fmt::format("not a knnbench results file (the top level is {}, expected an object)", doc.type_name()));
   const auto sv = doc.find("schema_version");
   if (sv == doc.end()) bad_file(file, "no schema_version: not a knnbench results file");
-  if (!sv->is_number_integer() || sv->get<long long>() != kResultsSchemaVersion)
-    bad_file(file, fmt::format("schema_version {}, this knnbench reads {}", sv->dump(), kResultsSchemaVersion));
+  if (!sv->is_number_integer() || sv->get<long long>() < 1 || sv->get<long long>() > kResultsSchemaVersion)
+    bad_file(file, fmt::format("schema_version {}, this knnbench reads 1 to {}", sv->dump(), kResultsSchemaVersion));
   const std::string tool = str(sub(doc, "meta"), "tool");
   if (!tool.empty() && tool != "knnbench") bad_file(file, fmt::format("meta.tool is \"{}\": not a knnbench results file", tool));
   const auto results = doc.find("results");

@@ -119,6 +119,32 @@ bool has_control(const std::string& s) {
   return false;
 }
 
+// {"name": "value", ...} (schema 2's params, params_chosen).
+std::map<std::string, std::string> read_words(const Fields& f, const json& o, const std::string& w) {
+  f.expect_object(o, w);
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : o.items()) {
+    out[name] = f.text(value, w + "." + name);
+    // Labels print them raw into markdown and onto the terminal.
+    if (name.empty() || has_control(name) || has_control(out[name]))
+      f.fail(w + "." + name, "a parameter name or value that is empty or holds a control character");
+  }
+  return out;
+}
+
+void read_params(const Fields& f, const json& j, const std::string& w, Result& r) {
+  if (const json* p = f.maybe(j, "params", w)) r.params = read_words(f, *p, w + ".params");
+  if (const json* c = f.maybe(j, "params_chosen", w)) r.params_chosen = read_words(f, *c, w + ".params_chosen");
+  if (const json* s = f.maybe(j, "params_set", w)) {
+    if (!s->is_array()) f.fail(w + ".params_set", fmt::format("expected an array of parameter names, found {}", s->type_name()));
+    for (std::size_t i = 0; i < s->size(); ++i) {
+      const std::string name = f.text((*s)[i], fmt::format("{}.params_set[{}]", w, i));
+      if (r.params.count(name) == 0) f.fail(fmt::format("{}.params_set[{}]", w, i), fmt::format("\"{}\", which params does not hold", name));
+      r.params_set.push_back(name);
+    }
+  }
+}
+
 void read_case(const Fields& f, const json& c, const std::string& w, Result& r) {
   f.only(c, w, {"id", "k", "m", "n", "topk", "distribution", "max", "self_join", "validate_queries", "seed", "groups", "queries_file",
                 "references_file", "checksums"});
@@ -295,7 +321,8 @@ std::map<std::string, std::vector<double>> read_phases(const Fields& f, const js
 
 Result read_result(const Fields& f, const json& j, const std::string& w) {
   f.only(j, w, {"case", "version", "title", "family", "status", "reason", "path", "note", "devices_used", "host_memory", "validation", "samples_ms",
-                "calls_per_sample", "stats", "noise_target_missed", "interrupted", "clocks", "phases", "device_phases"});
+                "calls_per_sample", "stats", "noise_target_missed", "interrupted", "clocks", "phases", "device_phases", "params",
+                "params_set", "params_chosen"});
   Result r;
   read_case(f, f.need(j, "case", w), w + ".case", r);
   r.version = f.need_string(j, "version", w);
@@ -311,6 +338,7 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   r.title = f.opt_string(j, "title", w);
   r.family = f.opt_string(j, "family", w);
   r.reason = f.opt_string(j, "reason", w);
+  read_params(f, j, w, r);
   r.path = f.opt_string(j, "path", w);
   r.note = f.opt_string(j, "note", w);
   if (timed(r.status))

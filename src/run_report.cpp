@@ -30,8 +30,8 @@ void RunReport::step(const Case& c, const std::string& what) {
   for (auto& rep : reporters_) rep->step(c, what);
 }
 
-void RunReport::start(const Case& c, const VersionDesc& v) {
-  for (auto& rep : reporters_) rep->start(info_, c, v.id, index_, total_);
+void RunReport::start(const Case& c, const std::string& label) {
+  for (auto& rep : reporters_) rep->start(info_, c, label, index_, total_);
   ++index_;
 }
 

@@ -25,7 +25,7 @@ class RunReport final : public Progress {
   RunInfo& info() { return info_; }  // complete it before begin()
   void begin();
   void step(const Case& c, const std::string& what) override;
-  void start(const Case& c, const VersionDesc& v) override;  // the next item of the plan
+  void start(const Case& c, const std::string& label) override;  // the next item of the plan
   void finish(Result r);
   // Every reporter's end, once: `complete` unless interrupted. A reporter whose end fails (its final
   // write) does not stop the others; then one ConfigError gives every failure, and the destructor

@@ -175,13 +175,13 @@ std::vector<std::unique_ptr<Reporter>> open_reporters(const RunOptions& opts, co
 // The versions of case `cp` run the way `way`: the case prepared once for them, then each through
 // that way's executor, its result to the reporters.
 void run_versions(const CasePlan& cp, Way way, const Bench& b) {
-  const std::vector<const VersionDesc*> versions = cp.versions(way);
-  if (versions.empty()) return;  // nor is the case's data made for nothing
+  const std::vector<const PlanItem*> items = cp.items_of(way);
+  if (items.empty()) return;  // nor is the case's data made for nothing
   const std::unique_ptr<PreparedCase> data = prepare_case(b.mx, cp, way, b.env, b.measure, b.report);
   const std::unique_ptr<Executor> executor = make_executor(way, *data, b.opts, b.measure, b.env);
-  for (const VersionDesc* v : versions) {
+  for (const PlanItem* item : items) {
     if (executor->stops_between_versions() && stop_requested()) break;
-    b.report.finish(executor->run(*v, b.report));
+    b.report.finish(executor->run(*item, b.report));
   }
 }
 
@@ -258,9 +258,11 @@ Matrix run_matrix(const RunOptions& opts) { return opts.adhoc_case.empty() ? loa
 int run_benchmark(const RunOptions& opts) {
   refuse_isolate_under_mpirun(opts);
   const Matrix mx = run_matrix(opts);
-  const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
+  std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
+  if (opts.ignore_matrix_params)
+    for (Case& c : cases) c.param_specs.clear();  // an --isolate child: its --param is the variant
   const Plan plan = make_plan(cases, select_versions(opts.version_specs),
-                              PlanChoices{opts.seed, opts.measure.validate_queries, opts.isolate, mpi_world().many()});
+                              PlanChoices{opts.seed, opts.measure.validate_queries, opts.isolate, mpi_world().many(), opts.param_specs});
   check_outputs(opts, mx, plan);
 
   Environment env;

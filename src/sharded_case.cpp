@@ -17,10 +17,10 @@ class Sharded final : public Executor {
     quiet_.validate = false;
     quiet_.dump_answers.clear();
   }
-  Result run(const VersionDesc& v, Progress& progress) override {
-    Result r = data_.result_for(v);
-    progress.start(data_.c, v);
-    measure_version(v, data_.problem, env_, mpi_world().root() ? measure_ : quiet_, data_.reference(progress), r);
+  Result run(const PlanItem& item, Progress& progress) override {
+    Result r = data_.result_for(item);
+    progress.start(data_.c, item.label());
+    measure_version(*item.version, data_.problem, with_params(env_, item), mpi_world().root() ? measure_ : quiet_, data_.reference(progress), r);
     return r;
   }
   bool stops_between_versions() const override { return false; }

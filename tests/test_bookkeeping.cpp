@@ -390,7 +390,7 @@ TEST(Output, AnOutputThatIsADataFileIsRefused) {
                             .dump();
   EXPECT_EQ(wait_code(spawn({"--config", cfg.string(), "--version", "v0", "--csv", csv.string(), "--json", scratch("d.json").string()}, log)), 2)
       << slurp(log);
-  EXPECT_NE(slurp(log).find("--csv " + csv.string() + " and case 4's data file"), std::string::npos) << slurp(log);
+  EXPECT_NE(slurp(log).find("--csv " + csv.string() + ": is the references of case 4 (references_file)"), std::string::npos) << slurp(log);
   EXPECT_EQ(slurp(csv), "0,1\n1,1\n2,2\n3,1\n");
 }
 

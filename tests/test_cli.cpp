@@ -75,7 +75,7 @@ TEST(Cli, V0Case6RunsAndWritesValidJson) {
   EXPECT_NE(r.out.find("Pass: [1/1] case  6"), std::string::npos) << r.out;
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_TRUE(j["meta"]["complete"].get<bool>());
   ASSERT_EQ(j["results"].size(), 1u);
   const auto& res = j["results"][0];

@@ -603,10 +603,10 @@ TEST(Compare, InvalidDocumentsNameTheFile) {
   o.file_b = "new.json";
   json good = make_doc();
   json wrong_schema = make_doc();
-  wrong_schema["schema_version"] = 2;
+  wrong_schema["schema_version"] = 3;
   try {
     knn::compare_documents(good, wrong_schema, o);
-    FAIL() << "schema_version 2 accepted";
+    FAIL() << "schema_version 3 accepted";
   } catch (const knn::CompareError& e) {
     EXPECT_NE(std::string(e.what()).find("new.json"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("schema_version"), std::string::npos) << e.what();
@@ -712,12 +712,12 @@ TEST(CompareFiles, UsageErrorsExit2WithOneLine) {
   write(dir + "/ok.json", make_doc().dump());
   write(dir + "/broken.json", "{\"schema_version\": 1, \"results\": [");
   json v2 = make_doc();
-  v2["schema_version"] = 2;
+  v2["schema_version"] = 3;
   write(dir + "/v2.json", v2.dump());
   for (const auto& [other, expect] : std::vector<std::pair<std::string, std::string>>{
            {dir + "/missing.json", "missing.json: no such file"},
            {dir + "/broken.json", "broken.json: not valid JSON"},
-           {dir + "/v2.json", "v2.json: schema_version 2"},
+           {dir + "/v2.json", "v2.json: schema_version 3"},
            {dir, "is a directory"}}) {
     CompareOptions o;
     o.file_a = dir + "/ok.json";

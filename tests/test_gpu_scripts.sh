@@ -2,7 +2,8 @@
 # The scripts of a GPU machine, checked where none is: every script parses (bash -n); gpu-check.sh's
 # help names every step it takes and an unknown step is a usage error; every study of
 # scripts/tune/run-study.sh has its config and table, and each of its processes' arguments is taken by
-# `knnbench --list` (cases, groups, versions, flags); a broken table is refused with its file and line.
+# `knnbench --list` (cases, groups, versions, flags) and each setting to `knnbench params` (names,
+# values); a broken table is refused with its file and line.
 #   tests/test_gpu_scripts.sh KNNBENCH SOURCE_DIR
 set -uo pipefail
 bin=$1 src=$2
@@ -42,7 +43,7 @@ code=$?
 mkdir -p "$tmp/studies"
 cp "$src/configs/studies/v15-taper.json" "$tmp/studies/a.json"
 cp "$src/configs/studies/v15-taper.json" "$tmp/studies/b.json"
-printf '# a: broken\nrun x KNN_V15_TAPER=1 -- --version v15\nrepeat 3\n' >"$tmp/studies/a.txt"
+printf '# a: broken\nrun x v15.taper=on -- --version v15\nrepeat 3\n' >"$tmp/studies/a.txt"
 printf '# b: a group that is not there\nonce x -- --group nowhere --version v15\n' >"$tmp/studies/b.txt"
 STUDIES="$tmp/studies" BUILD_DIR=$build "$study" --check a >/dev/null 2>"$tmp/err"
 code=$?
@@ -53,7 +54,20 @@ code=$?
 printf '# a: settings after --\nrun x --version v15\n' >"$tmp/studies/a.txt"
 STUDIES="$tmp/studies" "$study" a >/dev/null 2>"$tmp/err"
 code=$?
-[ $code -eq 2 ] && grep -q "a.txt:2: '--version': a setting is VAR=value" "$tmp/err" || bad "a knnbench flag among the settings: exit $code, stderr: $(cat "$tmp/err")"
+[ $code -eq 2 ] && grep -q "a.txt:2: '--version': a setting is a parameter VERSION.NAME=VALUE" "$tmp/err" || bad "a knnbench flag among the settings: exit $code, stderr: $(cat "$tmp/err")"
+# A retired variable names the parameter that replaced it; a value the build's declaration does not
+# take is refused by --check (v18 declares v15's engine parameters in every build).
+printf '# a: an old variable\nrun x KNN_V15_TAPER=1 -- --version v15\n' >"$tmp/studies/a.txt"
+STUDIES="$tmp/studies" "$study" a >/dev/null 2>"$tmp/err"
+code=$?
+[ $code -eq 2 ] && grep -q "a.txt:2: 'KNN_V15_TAPER=1': the variables are parameters now: v15.taper=VALUE" "$tmp/err" ||
+  bad "a retired variable among the settings: exit $code, stderr: $(cat "$tmp/err")"
+printf '# a: values out of range\nrun x v18.min_groups=4 v18.taper=1 -- --version v18\nrun y v18.min_groups=0,2000000 -- --version v18\n' >"$tmp/studies/a.txt"
+STUDIES="$tmp/studies" BUILD_DIR=$build "$study" --check a >/dev/null 2>"$tmp/err"
+code=$?
+[ $code -ne 0 ] && grep -q "a.txt:2: 'v18.taper=1': v18.taper takes on|off, not '1'" "$tmp/err" && ! grep -q "a.txt:2: .*min_groups" "$tmp/err" &&
+  grep -q "a.txt:3: 'v18.min_groups=0,2000000': v18.min_groups takes an integer in 0..1048576, not '2000000'" "$tmp/err" ||
+  bad "a setting's value the declaration refuses: exit $code, stderr: $(cat "$tmp/err")"
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "ok: scripts parse, gpu-check.sh describes its $(wc -w <<<"$steps") steps; $(cat "$tmp/check")"

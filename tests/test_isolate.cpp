@@ -112,7 +112,15 @@ TEST(IsolateOptions, AChildRunsExactlyOneCaseAndVersionIntoItsOwnFile) {
   o.isolate = true;
   o.seed = 5;
   o.measure.min_samples = 9;
-  const RunOptions c = child_options(o, 4, "v3", "/tmp/r.json");
+  o.param_specs = {"v3.leaf=32,64", "v1.other=1"};
+  knn::VersionDesc v3;
+  v3.id = "v3";
+  v3.params = {knn::ParamDecl::integer("leaf", 256, 1, 8192, "leaf size"), knn::ParamDecl::mode("path", "a path")};
+  const knn::PlanItem item{&v3, knn::Way::isolated, knn::ParamValues("v3", v3.params, {{"leaf", "64"}})};
+  const RunOptions c = child_options(o, 4, item, "/tmp/r.json");
+  // The variant alone: its one value of each parameter the user set, the matrix's sweeps unread.
+  EXPECT_EQ(c.param_specs, std::vector<std::string>{"v3.leaf=64"});
+  EXPECT_TRUE(c.ignore_matrix_params);
   EXPECT_EQ(c.case_specs, std::vector<std::string>{"4"});
   EXPECT_TRUE(c.groups.empty());
   EXPECT_EQ(c.version_specs, std::vector<std::string>{"v3"});

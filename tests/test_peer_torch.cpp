@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -41,6 +42,13 @@ const knn::VersionDesc& version(const std::string& id) {
 knn::Environment cpu_env() {
   knn::Environment env;
   env.omp_threads = 2;
+  return env;
+}
+
+// `env` with peer `id`'s parameters for the call: block_kib = `kib` ("" leaves the default, 0: by device).
+knn::Environment with_blocks(knn::Environment env, const std::string& id, const std::string& kib) {
+  env.params = knn::testing::params_for(id, kib.empty() ? std::map<std::string, std::string>{}
+                                                         : std::map<std::string, std::string>{{"block_kib", kib}});
   return env;
 }
 
@@ -128,11 +136,14 @@ TEST(PeerTorch, RegisteredAsPeersThatNeedNoGpu) {
 }
 
 // Built without libtorch: the reason, word for word, and the harness's skip with it. Built with it:
-// no skip, and a bad KNN_TORCH_BLOCK_KIB is the skip reason instead.
+// no skip, unless the block_kib parameter leaves no room for one query's lists. Its declaration
+// refuses what is not a KiB count in either build.
 TEST(PeerTorch, SkipReasonFollowsTheBuild) {
   const Dataset d(3, 20, 100, 4, Distribution::uniform, 3);
   for (const auto& id : kIds) {
-    const auto why = version(id).supports(d.problem, cpu_env());
+    for (const char* bad : {"lots", "-1", "16777217"})
+      EXPECT_THROW(knn::testing::params_for(id, {{"block_kib", bad}}), knn::ParamError) << id << " " << bad;
+    const auto why = version(id).supports(d.problem, with_blocks(cpu_env(), id, ""));
     if (KNN_TEST_HAVE_TORCH == 0) {
       ASSERT_TRUE(why.has_value()) << id;
       EXPECT_EQ(*why, kWithoutTorch);
@@ -142,10 +153,10 @@ TEST(PeerTorch, SkipReasonFollowsTheBuild) {
       continue;
     }
     EXPECT_FALSE(why.has_value()) << id << ": " << why.value_or("");
-    const knn::testing::ScopedEnv bad("KNN_TORCH_BLOCK_KIB", "lots");
-    const auto bad_why = version(id).supports(d.problem, cpu_env());
-    ASSERT_TRUE(bad_why.has_value()) << id;
-    EXPECT_NE(bad_why->find("KNN_TORCH_BLOCK_KIB = 'lots'"), std::string::npos) << *bad_why;
+    const Dataset long_lists(3, 20, 100, 20, Distribution::uniform, 3);  // 20 x 60 bytes of lists a query
+    const auto small_why = version(id).supports(long_lists.problem, with_blocks(cpu_env(), id, "1"));
+    ASSERT_TRUE(small_why.has_value()) << id;
+    EXPECT_NE(small_why->find("over the block budget"), std::string::npos) << *small_why;
   }
 }
 
@@ -158,11 +169,10 @@ TEST(PeerTorch, MatchesV0OnTheCpu) {
 // chunk's lists, and, where the lists are long (topk 32), many query chunks too; the answers stay v0's.
 TEST(PeerTorch, SmallBlocksChunkAndMerge) {
   if (!KNN_TEST_HAVE_TORCH) GTEST_SKIP() << kWithoutTorch;
-  const knn::testing::ScopedEnv small("KNN_TORCH_BLOCK_KIB", "16");
   for (const auto& id : kIds) {
     int split_queries = 0;
     for (const Shape& s : strict_shapes()) {
-      const knn::Result r = knn::testing::run_once(version(id), s.data, cpu_env());
+      const knn::Result r = knn::testing::run_once(version(id), s.data, with_blocks(cpu_env(), id, "16"));
       expect_pass(r, id + " " + s.name + " (16 KiB blocks)");
       if (s.data.problem.m > 1 && s.data.problem.n > 100) EXPECT_GT(chunks(r.path, "reference"), 1) << r.path;
       split_queries += chunks(r.path, "query") > 1;
@@ -198,10 +208,9 @@ TEST(GpuPeerTorch, MatchesV0OnTheGpu) {
   env.devices = {disc.devices.front()};
   const int ordinal = disc.devices.front().ordinal;
   for (const char* budget : {"", "16"}) {
-    const knn::testing::ScopedEnv blocks("KNN_TORCH_BLOCK_KIB", budget);
     for (const auto& id : kIds)
       for (const Shape& s : strict_shapes()) {
-        const knn::Result r = knn::testing::run_once(version(id), s.data, env);
+        const knn::Result r = knn::testing::run_once(version(id), s.data, with_blocks(env, id, budget));
         expect_pass(r, id + " " + s.name + (*budget ? " (16 KiB blocks)" : ""));
         if (id == "p-torch-cpu") {
           EXPECT_TRUE(r.devices_used.empty()) << r.path;
@@ -234,6 +243,7 @@ TEST(GpuPeerTorch, GivesItsCachedMemoryBack) {
   std::vector<std::int32_t> indices(d.problem.result_slots());
   std::vector<float> distances(d.problem.result_slots());
   for (const auto& id : {"p-torch", "p-torch-direct"}) {
+    env.params = knn::testing::params_for(id);
     knn::TimingSink timing;
     knn::RunContext first{timing, env, {}, {}};
     version(id).make()->query(d.problem, knn::Neighbors{indices.data(), distances.data()}, first);  // loads libtorch's kernels

@@ -45,7 +45,7 @@ Case make_case(int id, int validate_queries = 0) {
 struct Recorder : Progress {
   std::vector<std::string> said;
   void step(const Case& c, const std::string& what) override { said.push_back(std::to_string(c.id) + ": " + what); }
-  void start(const Case& c, const VersionDesc& v) override { said.push_back(std::to_string(c.id) + " " + v.id); }
+  void start(const Case& c, const std::string& label) override { said.push_back(std::to_string(c.id) + " " + label); }
 };
 
 MeasureOptions once() {
@@ -146,11 +146,11 @@ TEST(RunnerExecutors, InProcessMeasuresAndGradesAndASkippedVersionNeverNeedsTheR
   Recorder said;
   const auto data = prepare_case(Matrix{}, cp, Way::in_process, env, o, said);
   const auto executor = make_executor(Way::in_process, *data, RunOptions{}, o, env);
-  const Result skipped = executor->run(unsupported, said);
+  const Result skipped = executor->run(cp.items.at(0), said);
   EXPECT_EQ(skipped.status, Status::skip);
   EXPECT_EQ(skipped.reason, "not here");
   EXPECT_EQ(said.said, (std::vector<std::string>{"5: generating data", "5 v902"}));  // no reference yet
-  const Result r = executor->run(pass, said);
+  const Result r = executor->run(cp.items.at(1), said);
   EXPECT_EQ(r.status, Status::pass) << r.reason;
   EXPECT_TRUE(r.validated);
   EXPECT_EQ(r.validation.queries_checked, 20);
@@ -172,8 +172,9 @@ TEST(RunnerExecutors, ACaseWithoutItsDataSkipsEveryVersionWithTheReason) {
     ASSERT_TRUE(data->skip) << to_string(way);
     const auto executor = make_executor(way, *data, RunOptions{}, o, Environment{});
     EXPECT_FALSE(executor->stops_between_versions());
-    for (const VersionDesc* v : {&a, &b}) {
-      const Result r = executor->run(*v, said);
+    for (const PlanItem& item : cp.items) {
+      const VersionDesc* v = item.version;
+      const Result r = executor->run(item, said);
       EXPECT_EQ(r.status, Status::skip);
       EXPECT_EQ(r.reason, c.missing_data);
       EXPECT_EQ(r.version, v->id);

@@ -135,7 +135,7 @@ TEST(ResultsSchema, BadFieldsNameTheFileTheResultAndTheField) {
       {"f.json: results[0].devices_used: expected an array, found number", [](json& d) { d["results"][0]["devices_used"] = 1; }},
       {"f.json: results[0].title: expected a string, found number", [](json& d) { d["results"][0]["title"] = 3; }},
       {"f.json: results[1]: expected an object, found array", [](json& d) { d["results"][1] = json::array(); }},
-      {"f.json: schema_version 2, this knnbench reads 1", [](json& d) { d["schema_version"] = 2; }},
+      {"f.json: schema_version 3, this knnbench reads 1 to 2", [](json& d) { d["schema_version"] = 3; }},
       {"f.json: (top level).results: missing", [](json& d) { d.erase("results"); }},
   };
   for (const auto& c : cases) {

@@ -260,7 +260,7 @@ TEST(StrictReaders, ABadJournalLineIsNamedByTheJournalAndItsLine) {
   EXPECT_EQ(file_error(path), journal + ": line 3: result.case.k: expected an integer, found string");
   // A contradiction between lines names both lines.
   write_bytes(journal, head + base["results"][0].dump() + "\n" + base["results"][0].dump() + "\n");
-  EXPECT_EQ(file_error(path), journal + ": line 3: result.version: case 0 with v0 again (already line 2: result): a results file holds each (case, version) once");
+  EXPECT_EQ(file_error(path), journal + ": line 3: result.version: case 0 with v0 again (already line 2: result): a results file holds each (case, version, parameters) once");
   // Not JSON before the last line (a torn last line is the write the run died in, and is dropped).
   write_bytes(journal, head + "{\"case\": \n" + base["results"][1].dump() + "\n");
   EXPECT_EQ(file_error(path), journal + ": line 2: not valid JSON");

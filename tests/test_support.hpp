@@ -70,8 +70,19 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// Runs one version once (no warm-up) through measure_version and validates it.
-inline Result run_once(const VersionDesc& v, const Dataset& d, const Environment& env) {
+// The values of version `id`'s declared parameters for one call, as the harness fills
+// Environment::params: every default, then `set` (checked against the declarations: ParamError).
+// Empty where the version is not registered in this build.
+inline ParamValues params_for(const std::string& id, const std::map<std::string, std::string>& set = {}) {
+  const VersionDesc* v = Registry::instance().find(id);
+  return v == nullptr ? ParamValues() : ParamValues(id, v->params, set);
+}
+
+// Runs one version once (no warm-up) through measure_version and validates it; with its parameters'
+// defaults where `env` carries no values (as the harness fills them for a call).
+inline Result run_once(const VersionDesc& v, const Dataset& d, const Environment& given) {
+  Environment env = given;
+  if (env.params.empty()) env.params = ParamValues(v.id, v.params, {});
   MeasureOptions o;
   o.warmup = 0;
   o.min_samples = 1;
@@ -99,9 +110,11 @@ inline void PrintTo(const RowCase& c, std::ostream* os) { *os << c.name; }
 // Runs version `id` once on `device` on case `c` (inputs from seed_base + 7 n + dim) and checks
 // every row against v0's loop: distances bit for bit and the same indices, up to the first row
 // that differs; and that the call reported each phase of `phases` as many times as it says.
+// `params`: the version's parameters set for the call (the others at their defaults).
 // Returns ctx.path (empty where the version is missing or skips the case: a failure).
 inline std::string check_rows_against_v0(const std::string& id, const RowCase& c, std::uint64_t seed_base,
-                                         const DeviceInfo& device, const std::map<std::string, std::size_t>& phases) {
+                                         const DeviceInfo& device, const std::map<std::string, std::size_t>& phases,
+                                         const std::map<std::string, std::string>& params = {}) {
   const VersionDesc* v = Registry::instance().find(id);
   EXPECT_NE(v, nullptr) << id << " is not registered in a build that found a CUDA device";
   if (v == nullptr) return {};
@@ -116,6 +129,7 @@ inline std::string check_rows_against_v0(const std::string& id, const RowCase& c
   const Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
   Environment env;
   env.devices = {device};
+  env.params = ParamValues(id, v->params, params);
   if (const auto reason = v->supports(p, env)) {
     ADD_FAILURE() << id << " skipped " << c.name << ": " << *reason;
     return {};

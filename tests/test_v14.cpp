@@ -1,9 +1,9 @@
 // v14 (warp-shuffled reference tiles, top-k heaps in shared memory) against v0's loop on the same
 // problem: top-k sizes around the warp width, self-joins, n not a multiple of 32, m not a multiple
 // of 256, identical points, integer data full of ties, k compiled in and k at run time, each with 1
-// and 2 queries per thread (forced through KNN_V14_QUERIES_PER_THREAD). GPU tests (Gpu*) skip with
-// a message where no CUDA device exists; the heap itself (kernels/device/shared_topk.cuh compiles
-// for the host too), the override's errors and supports() run on the CPU.
+// and 2 queries per thread (forced through the parameter v14.queries_per_thread). GPU tests (Gpu*) skip
+// with a message where no CUDA device exists; the heap itself (kernels/device/shared_topk.cuh compiles
+// for the host too), the parameter's declaration and supports() run on the CPU.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -27,6 +27,7 @@
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
+#include "kernels/warpshuffle/v14_params.hpp"
 #include "test_support.hpp"
 #include "kernels/device/shared_topk.cuh"
 
@@ -128,14 +129,10 @@ struct Answers {
 
 const VersionDesc* find_v14() { return Registry::instance().find("v14"); }
 
-// Sets KNN_V14_QUERIES_PER_THREAD for one scope (unset when `value` is empty), then restores it.
-struct ScopedQpt : knn::testing::ScopedEnv {
-  explicit ScopedQpt(const std::string& value) : ScopedEnv("KNN_V14_QUERIES_PER_THREAD", value) {}
-};
-
-// Runs v14 on the case and checks the queries in `rows` (every one when empty) against v0's loop:
-// distances bit for bit, indices equal or tied at exactly the same distance. Returns ctx.path.
-std::string check_against_v0(const V14Case& c, const std::vector<int>& rows = {}) {
+// Runs v14 on the case, with queries_per_thread = `qpt` ("auto", "1" or "2"), and checks the queries in
+// `rows` (every one when empty) against v0's loop: distances bit for bit, indices equal or tied at
+// exactly the same distance. Returns ctx.path.
+std::string check_against_v0(const V14Case& c, const std::vector<int>& rows = {}, const std::string& qpt = "auto") {
   const auto& disc = discovery();
   const VersionDesc* v = find_v14();
   EXPECT_NE(v, nullptr) << "v14 is not registered in a build that found a CUDA device";
@@ -144,6 +141,7 @@ std::string check_against_v0(const V14Case& c, const std::vector<int>& rows = {}
   const Problem& p = pts.problem;
   Environment env;
   env.devices = {disc.devices[0]};
+  env.params = knn::testing::params_for("v14", {{"queries_per_thread", qpt}});
   if (const auto reason = v->supports(p, env)) {
     ADD_FAILURE() << "v14 skipped " << c.name << ": " << *reason;
     return {};
@@ -188,9 +186,8 @@ TEST_P(GpuV14, MatchesV0) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   const auto& [c, qpt] = GetParam();
-  const ScopedQpt forced(std::to_string(qpt));
-  const std::string path = check_against_v0(c);
-  EXPECT_NE(path.find(fmt::format("{} quer{} per thread (set by KNN_V14_QUERIES_PER_THREAD={}", qpt,
+  const std::string path = check_against_v0(c, {}, std::to_string(qpt));
+  EXPECT_NE(path.find(fmt::format("{} quer{} per thread (set by queries_per_thread={}", qpt,
                                   qpt == 1 ? "y" : "ies", qpt)),
             std::string::npos)
       << path;
@@ -206,7 +203,6 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV14, ::testing::Combine(::testing::ValuesIn(v14
 TEST(GpuV14Choice, OneQueryPerThreadUnlessForced) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
-  const ScopedQpt automatic("");
   // A case large enough to fill the GPU twice over: the automatic choice still takes one query per
   // thread (two measured slower, see choose_queries_per_thread).
   const int m = 8 * disc.devices[0].sm_count * 256 + 3;
@@ -237,6 +233,7 @@ TEST(V14Supports, SkipsTopkOverTheSharedMemoryLimitWithTheNumbers) {
   std::vector<float> points(3 * 100, 0.5f);
   Problem p{3, 100, 100, 48, points.data(), points.data()};
   Environment env;
+  env.params = knn::testing::params_for("v14");
   EXPECT_EQ(v->supports(p, env).value_or(""), "no CUDA device");
 
   DeviceInfo fake;
@@ -299,30 +296,27 @@ TEST(V14SharedTopK, KeepsTheBestTopkInV0sOrder) {
   }
 }
 
-// The override accepts 1 or 2 only; anything else fails the call naming the variable and the value
-// (before any device work, so this runs on the CPU with a made-up device).
-TEST(V14Override, RejectsAnythingButOneOrTwo) {
+// The parameter takes auto, 1 or 2 only (its declaration, checked in builds without CUDA too); a
+// forced 2 whose lists do not fit the device's shared memory is a skip with the numbers.
+TEST(V14Override, TakesAutoOneOrTwoAndSkipsTwoListsThatDoNotFit) {
+  const std::vector<ParamDecl> decls = knn::gpu::v14_params();
+  for (const char* good : {"auto", "1", "2"}) EXPECT_NO_THROW(ParamValues("v14", decls, {{"queries_per_thread", good}})) << good;
+  for (const char* bad : {"3", "0", "two", "2 ", "-1"})
+    EXPECT_THROW(ParamValues("v14", decls, {{"queries_per_thread", bad}}), ParamError) << bad;
   const VersionDesc* v = find_v14();
   if (v == nullptr) GTEST_SKIP() << "v14 is built only with CUDA: not registered in this build";
   std::vector<float> points(2 * 10, 0.5f);
-  Problem p{2, 10, 10, 3, points.data(), points.data()};
-  Answers out(p);
+  Problem p{2, 10, 10, 48, points.data(), points.data()};
   DeviceInfo fake;
   fake.ordinal = 0;
+  fake.shared_per_block_optin = 48 * 1024;  // one list of 48 per thread fits, two do not
   Environment env;
   env.devices = {fake};
-  for (const char* bad : {"3", "0", "two", "2 ", "-1"}) {
-    const ScopedQpt forced(bad);
-    TimingSink timing;
-    RunContext ctx{timing, env, {}, {}};
-    try {
-      v->make()->query(p, out.view(), ctx);
-      ADD_FAILURE() << "KNN_V14_QUERIES_PER_THREAD=" << bad << " was accepted";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(fmt::format("KNN_V14_QUERIES_PER_THREAD = '{}'", bad)), std::string::npos)
-          << e.what();
-    }
-  }
+  env.params = ParamValues("v14", v->params, {{"queries_per_thread", "1"}});
+  EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
+  env.params = ParamValues("v14", v->params, {{"queries_per_thread", "2"}});
+  EXPECT_NE(v->supports(p, env).value_or("").find("queries_per_thread=2: 2 lists of 48 need 98304 bytes"), std::string::npos)
+      << v->supports(p, env).value_or("");
 }
 
 TEST(V14Supports, AnswersSelfJoinsAndSaysWhatItAllocates) {

@@ -24,6 +24,7 @@
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
+#include "kernels/bruteforce/engine.hpp"
 #include "kernels/bruteforce/detail/filters/tc_filter.hpp"
 #include "kernels/bruteforce/detail/int8/exact_int8.hpp"
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
@@ -41,40 +42,40 @@ struct V15Case {
   Distribution dist;
   std::uint32_t integer_max;
   int checked_rows;  // 0: every query; otherwise about this many, spread over the queries
-  // The exact int8 path: KNN_V15_INT8 for the call ("" leaves it unset and the values unexamined,
+  // The exact int8 path: v15.int8 for the call ("" leaves the default and the values unexamined,
   // as the older cases run) and a constant added to every value (negative and large whole values).
   std::string int8 = "";
   float offset = 0.f;
-  // The tensor-core filter: KNN_V15_TC for the call ("" leaves it unset) and whether it must run.
+  // The tensor-core filter: v15.tc for the call ("" leaves the default) and whether it must run.
   std::string tc = "";
   bool expect_tc = false;
-  // The fp32 filter: KNN_V15_FP32_FILTER and KNN_V15_FP32_QUERIES ("" leaves them unset), and
+  // The fp32 filter: v15.fp32_filter and v15.fp32_queries ("" leaves the defaults), and
   // whether it must run.
   std::string f32 = "";
   std::string f32_queries = "";
-  std::string f32_stage = "";  // KNN_V15_FP32_STAGE ("" leaves it unset: auto)
+  std::string f32_stage = "";  // v15.fp32_stage ("" leaves the default: auto)
   bool expect_f32 = false;
-  // KNN_V15_TC_SPLIT and KNN_V15_SHARED_LISTS ("" leaves them unset).
+  // v15.tc_split and v15.shared_lists ("" leaves the defaults).
   std::string tc_split = "";
   std::string shared_lists = "";
-  // The seed: KNN_V15_SEED ("" leaves it unset) and whether it must run.
+  // The seed: v15.seed ("" leaves the default) and whether it must run.
   std::string seed = "";
   bool expect_seed = false;
-  // The seed's candidate buffers: KNN_V15_COLLECT and KNN_V15_COLLECT_QUERIES ("" leaves them
-  // unset), and whether they must run (checked where `seed` is set).
+  // The seed's candidate buffers: v15.collect and v15.collect_queries ("" leaves the
+  // defaults), and whether they must run (checked where `seed` is set).
   std::string collect = "";
   std::string collect_queries = "";
   bool expect_collect = false;
-  // KNN_V15_COLLECT_SCORES ("" leaves it unset): the buffers take fp32 scores wherever the values
+  // v15.collect_scores ("" leaves the default): the buffers take fp32 scores wherever the values
   // are examined (every case that sets `collect`) unless it is off.
   std::string collect_scores = "";
-  // KNN_V15_COLLECT_TC ("" leaves it unset): "on" takes the tensor cores' scores instead of fp32's.
+  // v15.collect_tc ("" leaves the default): "on" takes the tensor cores' scores instead of fp32's.
   std::string collect_tc = "";
-  // Whether the gate between the CUDA cores and the tensor cores runs (KNN_V15_COLLECT_TC=auto on
+  // Whether the gate between the CUDA cores and the tensor cores runs (collect_tc=auto on
   // its shapes: k 4..5, topk <= 8, from 65536 queries).
   bool expect_gate = false;
   int expect_gate_tc = -1;  // the gate's choice: 1 the tensor cores, 0 the CUDA cores, -1 either
-  // KNN_V15_COLLECT_BALANCE ("" leaves it unset).
+  // v15.collect_balance ("" leaves the default).
   std::string collect_balance = "";
   std::string name() const {
     return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
@@ -259,7 +260,7 @@ std::vector<V15Case> f32_cases() {
   out.push_back(f32_case("on", true, 2, 300, (1 << 20) + 3, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61));
   out.push_back(f32_case("on", true, 5, 100, (1 << 19) + 1, false, Distribution::integers, 4, 0.f, 37));
   out.push_back(f32_case("on", true, 3, 257, 1 << 20, false, Distribution::clusters, kDefaultIntegerMax, 0.f, 41, "4"));
-  // KNN_V15_FP32_STAGE forced both ways on the shapes above (auto stages the rows from 32 query
+  // fp32_stage forced both ways on the shapes above (auto stages the rows from 32 query
   // slots, and reads them from global memory below).
   const auto staged = [&](V15Case c, const char* stage) {
     c.f32_stage = stage;
@@ -315,8 +316,8 @@ std::vector<V15Case> topk_filter_cases() {
     add(2, 0, 20011, 32, true, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, split);
   }
   // One split (few rows, or more query blocks than the device holds): the lists in shared memory
-  // during each chunk, and with KNN_V15_SHARED_LISTS=0 in global memory.
-  for (const char* lists : {"1", "0"}) {
+  // during each chunk, and with shared_lists=off in global memory.
+  for (const char* lists : {"on", "off"}) {
     for (int topk : {2, 8, 32}) {
       add(16, 300, 700, topk);
       out.back().shared_lists = lists;
@@ -354,7 +355,7 @@ std::vector<V15Case> topk_filter_cases() {
 // dimension it takes (1..9), both register lists (topk 2, 8, 9, 32), self-joins and not, fewer rows
 // than a window and than topk (bounds from every row, or none), one query, ties everywhere (the
 // bound itself is a tie: integers, duplicates), clusters, values far from 0; and where it must not
-// run: k = 10, topk 1 and 33, several chunks, KNN_V15_SEED=off, and the automatic rule's bounds.
+// run: k = 10, topk 1 and 33, several chunks, seed=off, and the automatic rule's bounds.
 std::vector<V15Case> seed_cases() {
   std::vector<V15Case> out;
   const auto add = [&](int dim, int m, int n, int topk, bool self_join = false, Distribution dist = Distribution::uniform,
@@ -401,7 +402,7 @@ std::vector<V15Case> seed_cases() {
 // k <= 5): 1, 2 and 4 queries per thread with queries left over in the last block; several splits
 // (few queries, many rows); buffers that fill and are cut back (whole numbers in [0, 3)^2 or
 // [0, 2)^3: hundreds of rows tie with the bound at distance 0 or 1); the seeded register lists
-// kept by KNN_V15_COLLECT=off.
+// kept by collect=off.
 std::vector<V15Case> collect_cases() {
   std::vector<V15Case> out;
   const auto add = [&](int dim, int m, int n, int topk, bool self_join, Distribution dist, std::uint32_t integer_max,
@@ -424,14 +425,14 @@ std::vector<V15Case> collect_cases() {
   add(4, 7, 30011, 32, false, Distribution::integers, 3, "auto", "");
   add(2, 0, 40009, 2, true, Distribution::duplicates, kDefaultIntegerMax, "auto", "");
   add(3, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, "auto", "", 6400.f);  // values far from 0
-  // Exact distances for every pair with the values known (KNN_V15_COLLECT_SCORES=off).
+  // Exact distances for every pair with the values known (collect_scores=off).
   for (int dim : {2, 5}) {
     add(dim, 0, 5003, 32, true, Distribution::uniform, kDefaultIntegerMax, "auto", "2");
     out.back().collect_scores = "off";
   }
   add(3, 0, 3001, 8, true, Distribution::integers, 2, "auto", "1");
   out.back().collect_scores = "off";
-  // KNN_V15_COLLECT=on takes the buffers before a chunked copy and before the filters: a join of
+  // collect=on takes the buffers before a chunked copy and before the filters: a join of
   // 4 MiB and more (several chunks otherwise), and a shape the tensor-core filter takes.
   add(2, 300, (1 << 20) + 3, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", "", 0.f, 61);
   add(3, 1024, 1 << 18, 8, false, Distribution::uniform, kDefaultIntegerMax, "on", "", 0.f, 97);
@@ -441,7 +442,7 @@ std::vector<V15Case> collect_cases() {
   out.back().collect_balance = "on";
   add(2, 3000, 200003, 16, false, Distribution::clusters, kDefaultIntegerMax, "on", "1", 0.f, 211);
   out.back().collect_balance = "on";
-  // The tensor cores' scores (KNN_V15_COLLECT_TC=on), with the split TF32 product and without:
+  // The tensor cores' scores (collect_tc=on), with the split TF32 product and without:
   // self-joins, ties that fill the lanes' buffers, values far from 0, several splits of the rows,
   // n not a multiple of 8, m not a multiple of 256, k = 1 .. 5.
   for (const char* split : {"on", "off"}) {
@@ -460,7 +461,7 @@ std::vector<V15Case> collect_cases() {
     tc(3, 0, 5003, 8, true, Distribution::uniform, kDefaultIntegerMax, 6400.f);
     tc(5, 70001, 65537, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 97);
   }
-  // The gate (KNN_V15_COLLECT_TC unset: auto) on its shapes: uniform data takes the tensor cores;
+  // The gate (collect_tc=auto) on its shapes: uniform data takes the tensor cores;
   // clustered data and duplicates either. (These 65 537 clustered rows are sparse enough that the
   // gate counted 1.5 % of the queries and took the tensor cores; the 2^20 clustered shapes of
   // the gate's run at cd64c59 (docs/v15.md) counted 70-84 % and kept the CUDA cores.) And off.
@@ -502,7 +503,7 @@ struct Points {
   }
 };
 
-using knn::testing::ScopedEnv;  // sets a variable for one scope ("" unsets it), then restores it
+using knn::testing::params_for;  // a version's parameter values: the defaults, then those given
 
 // v15 sums with fused multiply-adds; v0 rounds every product. Equal on integer data, otherwise
 // within a few ulps.
@@ -522,6 +523,16 @@ std::string check_against_v0(const V15Case& c) {
   const Problem& p = pts.problem;
   Environment env;
   env.devices = {discovery().devices[0]};
+  // Whole numbers would take the int8 path first: the filter's cases keep it off.
+  std::map<std::string, std::string> set{{"int8", c.int8.empty() && !(c.tc.empty() && c.f32.empty()) ? "off" : c.int8}};
+  for (const auto& [name, value] :
+       {std::pair<const char*, const std::string&>{"tc", c.tc}, {"fp32_filter", c.f32}, {"fp32_queries", c.f32_queries},
+        {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
+        {"collect", c.collect}, {"collect_queries", c.collect_queries}, {"collect_scores", c.collect_scores},
+        {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}})
+    if (!value.empty()) set[name] = value;
+  if (set["int8"].empty()) set.erase("int8");
+  env.params = params_for("v15", set);
   if (const auto reason = v->supports(p, env)) {
     ADD_FAILURE() << "v15 skipped " << c.name() << ": " << *reason;
     return {};
@@ -536,23 +547,7 @@ std::string check_against_v0(const V15Case& c) {
   for (int q : rows) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
   TimingSink timing;
   RunContext ctx{timing, env, {}, {}};
-  {
-    // Whole numbers would take the int8 path first: the filter's cases keep it off.
-    const ScopedEnv mode("KNN_V15_INT8", c.int8.empty() && !(c.tc.empty() && c.f32.empty()) ? "off" : c.int8);
-    const ScopedEnv tc_mode("KNN_V15_TC", c.tc);
-    const ScopedEnv f32_mode("KNN_V15_FP32_FILTER", c.f32);
-    const ScopedEnv f32_queries("KNN_V15_FP32_QUERIES", c.f32_queries);
-    const ScopedEnv f32_stage("KNN_V15_FP32_STAGE", c.f32_stage);
-    const ScopedEnv split("KNN_V15_TC_SPLIT", c.tc_split);
-    const ScopedEnv lists("KNN_V15_SHARED_LISTS", c.shared_lists);
-    const ScopedEnv seed("KNN_V15_SEED", c.seed);
-    const ScopedEnv collect("KNN_V15_COLLECT", c.collect);
-    const ScopedEnv collect_queries("KNN_V15_COLLECT_QUERIES", c.collect_queries);
-    const ScopedEnv collect_scores("KNN_V15_COLLECT_SCORES", c.collect_scores);
-    const ScopedEnv collect_tc("KNN_V15_COLLECT_TC", c.collect_tc);
-    const ScopedEnv collect_balance("KNN_V15_COLLECT_BALANCE", c.collect_balance);
-    v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
-  }
+  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
   EXPECT_EQ(int8, !c.int8.empty()) << c.name() << ": the int8 path " << (int8 ? "ran" : "did not run") << ": " << ctx.path;
   const bool tc = ctx.path.find("tensor-core filter:") != std::string::npos;
@@ -573,11 +568,11 @@ std::string check_against_v0(const V15Case& c) {
       EXPECT_EQ(staged, c.f32_stage == "on" || (c.f32_stage.empty() && many)) << ctx.path;
     }
   }
-  // KNN_V15_SHARED_LISTS=1: the lists are in shared memory wherever the plan made one split (the
-  // shapes below with n <= 767 rows on any device; the larger ones on an H100); =0: never.
+  // shared_lists=on: the lists are in shared memory wherever the plan made one split (the
+  // shapes below with n <= 767 rows on any device; the larger ones on an H100); off: never.
   if (!c.shared_lists.empty()) {
     const bool one_split = ctx.path.find(" x 1 split x") != std::string::npos;
-    EXPECT_EQ(ctx.path.find("in shared memory during each chunk") != std::string::npos, c.shared_lists == "1" && one_split)
+    EXPECT_EQ(ctx.path.find("in shared memory during each chunk") != std::string::npos, c.shared_lists == "on" && one_split)
         << ctx.path;
     if (c.n <= 767) EXPECT_TRUE(one_split) << ctx.path;
   }
@@ -676,8 +671,7 @@ TEST(GpuV15Int8, StaysOffWhereItWouldNotBeExact) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   V15Case wide = int8_case("on", 64, 50, 3000, 10, false, 257);
-  wide.int8 = "";  // checked below with the variable set by hand: the scan must run
-  const ScopedEnv on("KNN_V15_INT8", "on");
+  wide.int8 = "";  // checked below with the parameter set by hand: the scan must run
   Points pts(wide);
   pts.problem.values = examine_values(pts.queries.data(), pts.queries.size(), pts.references.data(), pts.references.size());
   std::vector<std::int32_t> idx(pts.problem.result_slots());
@@ -685,6 +679,7 @@ TEST(GpuV15Int8, StaysOffWhereItWouldNotBeExact) {
   TimingSink timing;
   Environment env;
   env.devices = {disc.devices[0]};
+  env.params = params_for("v15", {{"int8", "on"}});
   RunContext ctx{timing, env, {}, {}};
   Registry::instance().find("v15")->make()->query(pts.problem, Neighbors{idx.data(), dist.data()}, ctx);
   EXPECT_NE(ctx.path.find("exact int8 path not taken: values span 0 .. 256, more than 256 integers"), std::string::npos)
@@ -716,6 +711,7 @@ TEST(GpuV15Harness, PassesTheRunnersValidation) {
   knn::testing::Dataset d(3, 1000, 70001, 33, Distribution::duplicates, 15);
   Environment env;
   env.devices = {disc.devices[0]};
+  env.params = params_for("v15");
   const Result r = knn::testing::run_once(*v, d, env);
   EXPECT_EQ(r.status, Status::pass) << r.reason;
 }
@@ -728,6 +724,7 @@ TEST(V15Supports, SkipsWithReasons) {
   std::vector<float> points(3 * 3000, 0.5f);
   Problem p{3, 3000, 3000, 2048, points.data(), points.data()};
   Environment env;
+  env.params = params_for("v15");
   EXPECT_EQ(v->supports(p, env).value_or(""), "no CUDA device");
   DeviceInfo fake;
   fake.ordinal = 0;
@@ -741,11 +738,10 @@ TEST(V15Supports, SkipsWithReasons) {
   p.m = 2999;
   EXPECT_NE(v->supports(p, env).value_or("").find("m == n"), std::string::npos);
   p.self_join = false;
-  for (const auto& [knob, bad] : std::vector<std::pair<const char*, const char*>>{
-           {"KNN_V15_MERGE_RUNS", "2"}, {"KNN_V15_MIN_GROUPS", "0"}, {"KNN_V15_RAMP", "yes"}, {"KNN_V15_TAPER", "-1"}}) {
-    const ScopedEnv set(knob, bad);
-    EXPECT_NE(v->supports(p, env).value_or("").find(fmt::format("{} = '{}'", knob, bad)), std::string::npos) << knob;
-  }
+  // Bad values of the chunking and merge parameters never reach the version: their declarations refuse them.
+  for (const auto& [name, bad] : std::vector<std::pair<const char*, const char*>>{
+           {"merge_runs", "2"}, {"min_groups", "-1"}, {"ramp", "yes"}, {"ramp", "0"}, {"taper", "-1"}})
+    EXPECT_THROW(params_for("v15", {{name, bad}}), ParamError) << name << "=" << bad;
   EXPECT_FALSE(v->supports(p, env).has_value());
   p.self_join = true;
   // What one call allocates grows with the answers it keeps.
@@ -987,26 +983,43 @@ TEST(V15Int8Plan, TakenOnlyWhereExactAndWorthIt) {
   EXPECT_GT(gpu::int8_device_bytes(p, a), std::size_t(a.query_chunk) * a.padded_n * 4);
 }
 
-TEST(V15Int8Plan, ModeComesFromTheEnvironment) {
-  {
-    const ScopedEnv unset("KNN_V15_INT8", "");
-    EXPECT_EQ(gpu::int8_mode_from_environment(), gpu::Int8Mode::automatic);
-  }
-  {
-    const ScopedEnv off("KNN_V15_INT8", "off");
-    EXPECT_EQ(gpu::int8_mode_from_environment(), gpu::Int8Mode::off);
-  }
-  {
-    const ScopedEnv on("KNN_V15_INT8", "on");
-    EXPECT_EQ(gpu::int8_mode_from_environment(), gpu::Int8Mode::on);
-  }
-  const ScopedEnv bad("KNN_V15_INT8", "yes");
-  try {
-    gpu::int8_mode_from_environment();
-    ADD_FAILURE() << "KNN_V15_INT8=yes was accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("KNN_V15_INT8 = 'yes'"), std::string::npos) << e.what();
-  }
+// The engine's settings come from the declared parameters (kernels/bruteforce/engine.hpp): the defaults
+// are the rules', each value given lands in its field, and values outside a declaration are refused.
+TEST(V15EngineSettings, ComeFromTheParameters) {
+  const std::vector<ParamDecl> decls = gpu::engine_params();
+  const gpu::EngineSettings d = gpu::settings_from(ParamValues("v15", decls, {}));
+  EXPECT_EQ(d.int8, Mode::automatic);
+  EXPECT_EQ(d.tc, Mode::automatic);
+  EXPECT_EQ(d.collect_balance, Mode::automatic);
+  EXPECT_EQ(d.fp32_queries, gpu::kFp32Queries);
+  EXPECT_EQ(d.collect_queries, 0);
+  EXPECT_EQ(d.min_groups, 0);
+  EXPECT_TRUE(d.ramp && d.taper && d.merge_runs && d.shared_lists);
+  const gpu::EngineSettings s = gpu::settings_from(ParamValues(
+      "v15", decls,
+      {{"int8", "off"}, {"tc", "on"}, {"tc_split", "off"}, {"shared_lists", "off"}, {"fp32_filter", "on"}, {"fp32_queries", "4"},
+       {"fp32_stage", "off"}, {"seed", "on"}, {"collect", "off"}, {"collect_queries", "2"}, {"collect_scores", "off"},
+       {"collect_tc", "on"}, {"collect_balance", "on"}, {"ramp", "off"}, {"taper", "off"}, {"min_groups", "64"},
+       {"merge_runs", "off"}}));
+  EXPECT_EQ(s.int8, Mode::off);
+  EXPECT_EQ(s.tc, Mode::on);
+  EXPECT_EQ(s.tc_split, Mode::off);
+  EXPECT_FALSE(s.shared_lists);
+  EXPECT_EQ(s.fp32_filter, Mode::on);
+  EXPECT_EQ(s.fp32_queries, 4);
+  EXPECT_EQ(s.fp32_stage, Mode::off);
+  EXPECT_EQ(s.seed, Mode::on);
+  EXPECT_EQ(s.collect, Mode::off);
+  EXPECT_EQ(s.collect_queries, 2);
+  EXPECT_EQ(s.collect_scores, Mode::off);
+  EXPECT_EQ(s.collect_tc, Mode::on);
+  EXPECT_EQ(s.collect_balance, Mode::on);
+  EXPECT_FALSE(s.ramp || s.taper || s.merge_runs);
+  EXPECT_EQ(s.min_groups, 64);
+  for (const auto& [name, bad] : std::vector<std::pair<const char*, const char*>>{
+           {"int8", "yes"}, {"fp32_queries", "6"}, {"fp32_queries", "16"}, {"fp32_stage", "1"}, {"collect_queries", "3"},
+           {"collect_queries", "0"}, {"min_groups", "x"}, {"min_groups", "1048577"}, {"shared_lists", "1"}})
+    EXPECT_THROW(ParamValues("v15", decls, {{name, bad}}), ParamError) << name << "=" << bad;
 }
 
 // The tensor-core filter's rule: topk ≤ 32, k ≤ 32, finite examined values, TF32 hardware, and in the
@@ -1029,7 +1042,7 @@ TEST(V15TcPlan, TakenOnlyWhereItApplies) {
   EXPECT_TRUE(a.split);
   EXPECT_GE(double(a.band), gpu::tc_score_error_bound(3, 2.0, true));
   EXPECT_EQ(a.query_groups, 4);  // ceil(1000 / 256)
-  EXPECT_EQ(plan(gpu::TcMode::off).why, "KNN_V15_TC=off");
+  EXPECT_EQ(plan(gpu::TcMode::off).why, "tc=off");
   EXPECT_NE(plan(gpu::TcMode::on, 7).why.find("no TF32 tensor cores"), std::string::npos);
   // topk 2..32: lists of keys, taken when asked for; the automatic rule has its own bounds.
   p.topk = 2;
@@ -1104,15 +1117,9 @@ TEST(V15TcPlan, ErrorBoundCoversTf32Rounding) {
   }
   EXPECT_TRUE(gpu::tc_split(7));
   EXPECT_FALSE(gpu::tc_split(8));
-  {
-    const ScopedEnv split("KNN_V15_TC_SPLIT", "off");
-    EXPECT_FALSE(gpu::tc_split(7));
-  }
-  {
-    const ScopedEnv split("KNN_V15_TC_SPLIT", "on");
-    EXPECT_TRUE(gpu::tc_split(8));
-    EXPECT_FALSE(gpu::tc_split(9));  // split values need one slice
-  }
+  EXPECT_FALSE(gpu::tc_split(7, Mode::off));
+  EXPECT_TRUE(gpu::tc_split(8, Mode::on));
+  EXPECT_FALSE(gpu::tc_split(9, Mode::on));  // split values need one slice
 }
 
 // The fp32 filter's rule: topk 1, k < 8, finite examined values, and in the automatic mode
@@ -1129,7 +1136,7 @@ TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   EXPECT_LE(a.half_span, 2.f * (1 + 1e-5f));
   EXPECT_GE(double(a.band), gpu::fp32_score_error_bound(3, 2.0));
   EXPECT_EQ(a.queries_per_thread, gpu::kFp32Queries);
-  EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::off).why, "KNN_V15_FP32_FILTER=off");
+  EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::off).why, "fp32_filter=off");
   p.m = gpu::kFp32MinQueries - 1;
   EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::automatic).why.find("pays from k ≥ 2, m ≥ 32 and n ≥ 1048576"),
             std::string::npos);
@@ -1149,28 +1156,12 @@ TEST(V15Fp32Plan, TakenOnlyWhereItApplies) {
   p.values = ValueTraits{true, false, -3e18f, 3e18f, true};
   EXPECT_NE(gpu::plan_fp32(p, gpu::Fp32Mode::on).why.find("could overflow"), std::string::npos);
   p.values = ValueTraits{true, false, 0.f, 1.f, true};
-  {
-    const ScopedEnv q("KNN_V15_FP32_QUERIES", "4");
-    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).queries_per_thread, 4);
-  }
-  // KNN_V15_FP32_STAGE: auto stages from 32 query slots (m >= 249 at 8 queries a thread, 125 at 4).
-  for (const auto& [m, queries, want] : {std::tuple{248, "", false}, {249, "", true}, {124, "4", false}, {125, "4", true}}) {
+  EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on, 4).queries_per_thread, 4);
+  // fp32_stage: auto stages from 32 query slots (m >= 249 at 8 queries a thread, 125 at 4).
+  for (const auto& [m, queries, want] : {std::tuple{248, 8, false}, {249, 8, true}, {124, 4, false}, {125, 4, true}}) {
     p.m = m;
-    const ScopedEnv q("KNN_V15_FP32_QUERIES", queries);
-    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).stage, want) << "m = " << m;
-    const ScopedEnv off("KNN_V15_FP32_STAGE", want ? "off" : "on");
-    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on).stage, !want) << "m = " << m;
-  }
-  // Bad values of either knob are refused with the knob's name.
-  for (const auto& [knob, bad] : {std::pair{"KNN_V15_FP32_STAGE", "2"}, {"KNN_V15_FP32_STAGE", "1"}, {"KNN_V15_FP32_STAGE", "yes"},
-                                  {"KNN_V15_FP32_QUERIES", "6"}, {"KNN_V15_FP32_QUERIES", "16"}, {"KNN_V15_FP32_QUERIES", "x"}}) {
-    const ScopedEnv env(knob, bad);
-    try {
-      gpu::plan_fp32(p, gpu::Fp32Mode::on);
-      ADD_FAILURE() << knob << "=" << bad << " was accepted";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(knob), std::string::npos) << e.what();
-    }
+    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on, queries).stage, want) << "m = " << m;
+    EXPECT_EQ(gpu::plan_fp32(p, gpu::Fp32Mode::on, queries, want ? Mode::off : Mode::on).stage, !want) << "m = " << m;
   }
 }
 
@@ -1237,14 +1228,13 @@ TEST(V15TcPlan, ExamineValuesReportsTheRangeOfFiniteData) {
 // The seed's rule (kernels/bruteforce/detail/seed/scan_seed.hpp), with the reason printed when it is not
 // taken.
 TEST(V15SeedPlan, TakenOnlyWhereItApplies) {
-  using env::Mode;
   const auto plan = [](int m, int n, int dim, int topk, int chunks, Mode mode) {
     return gpu::plan_seed(m, n, dim, topk, chunks, mode);
   };
   EXPECT_TRUE(plan(200064, 200064, 2, 32, 1, Mode::automatic).chosen);
   EXPECT_EQ(plan(200064, 200064, 2, 32, 1, Mode::automatic).window, 128);
   EXPECT_EQ(plan(5000, 5000, 2, 2, 1, Mode::on).window, gpu::kSeedMinWindow);
-  EXPECT_EQ(plan(5000, 5000, 2, 32, 1, Mode::off).why, "KNN_V15_SEED=off");
+  EXPECT_EQ(plan(5000, 5000, 2, 32, 1, Mode::off).why, "seed=off");
   EXPECT_EQ(plan(5000, 5000, 2, 1, 1, Mode::on).why, "topk 1 (the seed serves the register lists, topk 2..32)");
   EXPECT_EQ(plan(5000, 5000, 2, 33, 1, Mode::on).why, "topk 33 (the seed serves the register lists, topk 2..32)");
   EXPECT_EQ(plan(5000, 5000, 10, 8, 1, Mode::on).why, "k = 10 (Morton order up to k = 9)");
@@ -1258,18 +1248,17 @@ TEST(V15SeedPlan, TakenOnlyWhereItApplies) {
   EXPECT_FALSE(plan(4096, 2047, 2, 32, 1, Mode::automatic).chosen);
   EXPECT_TRUE(plan(4096, 2048, 2, 32, 1, Mode::automatic).chosen);
   EXPECT_TRUE(plan(4096, 4096, 5, 8, 1, Mode::automatic).chosen);
-  EXPECT_EQ(plan(4096, 4096, 6, 8, 1, Mode::automatic).why, "k = 6 > 5 (KNN_V15_SEED=on seeds up to k = 9)");
+  EXPECT_EQ(plan(4096, 4096, 6, 8, 1, Mode::automatic).why, "k = 6 > 5 (seed=on seeds up to k = 9)");
 }
 
 // The candidate buffers: where they run, their capacity, queries per thread and splits.
 TEST(V15CollectPlan, TakenOnlyWhereItAppliesAndFillsTheDevice) {
-  using env::Mode;
   const int sms = 132;  // an H100
   const auto plan = [&](int m, int n, int dim, int topk, bool seeded = true, Mode mode = Mode::automatic, int q = 0,
                         int sm_count = 0) {
     return gpu::plan_collect(m, n, dim, topk, seeded, sm_count > 0 ? sm_count : sms, mode, q);
   };
-  EXPECT_EQ(plan(5000, 5000, 2, 8, true, Mode::off).why, "KNN_V15_COLLECT=off");
+  EXPECT_EQ(plan(5000, 5000, 2, 8, true, Mode::off).why, "collect=off");
   EXPECT_EQ(plan(5000, 5000, 2, 8, false).why, "no seed");
   EXPECT_EQ(plan(5000, 5000, 6, 8).why, "k = 6 (compiled for k <= 5)");
   EXPECT_EQ(plan(5000, 5000, 2, 2).capacity, gpu::kCollectMinCapacity);
@@ -1300,7 +1289,7 @@ TEST(V15CollectPlan, TakenOnlyWhereItAppliesAndFillsTheDevice) {
   EXPECT_EQ(c405.splits, 1);
   EXPECT_EQ(c405.blocks(), 2048);
   EXPECT_EQ(c405.buffer_bytes(1 << 20), std::size_t(256) << 20);
-  // KNN_V15_COLLECT_BALANCE=on: one balanced wave of 8 blocks per SM, so a group's rows span at
+  // collect_balance=on: one balanced wave of 8 blocks per SM, so a group's rows span at
   // most two blocks: 512 MiB.
   gpu::CollectPlan wave = c405;
   gpu::balance_collect(wave, 1 << 20, 1 << 20, sms * gpu::kCollectBlocksPerSm, Mode::on);
@@ -1336,9 +1325,9 @@ TEST(V15CollectPlan, BalancedRangesCoverEveryUnitOnceWithinTheSplits) {
                           {8192, 8192, 1, 924},        {100, 40009, 1, 924},        {5000, 5003, 1, 7},
                           {70000, 65537, 2, 300},      {1000, 2047, 1, 924},        {300000, 9000, 4, 1321}};
   for (const Shape& sh : shapes) {
-    gpu::CollectPlan c = gpu::plan_collect(sh.m, sh.n, 3, 8, true, 132, env::Mode::automatic, sh.q);
+    gpu::CollectPlan c = gpu::plan_collect(sh.m, sh.n, 3, 8, true, 132, Mode::automatic, sh.q);
     ASSERT_TRUE(c.chosen);
-    gpu::balance_collect(c, sh.m, sh.n, sh.resident, env::Mode::on);
+    gpu::balance_collect(c, sh.m, sh.n, sh.resident, Mode::on);
     SCOPED_TRACE(::testing::Message() << "m " << sh.m << " n " << sh.n << " resident " << sh.resident << " grid "
                                       << c.grid << " splits " << c.splits << (c.balanced ? " balanced" : " aligned"));
     EXPECT_LE(c.splits, gpu::collect_max_splits(c, sh.m, sh.n));
@@ -1374,7 +1363,6 @@ TEST(V15CollectPlan, BalancedRangesCoverEveryUnitOnceWithinTheSplits) {
 // The tensor cores' geometry: blocks of 256 queries, 4 buffers (lanes) per query and split of the
 // rows, max(16, 2 topk) keys each, within the budget; a plan that would not fit is left as it was.
 TEST(V15CollectPlan, TensorCoresGeometry) {
-  using env::Mode;
   const auto plan = [](int m, int n, int topk) {
     return gpu::plan_collect(m, n, 5, topk, true, 132, Mode::automatic);
   };
@@ -1416,9 +1404,8 @@ TEST(V15CollectPlan, TensorCoresGeometry) {
 }
 
 // Before the filters and a chunked copy: joins from kCollectMinJoinQueries queries (case 405), any
-// m with KNN_V15_COLLECT=on, never where the seed or the buffers could not run.
+// m with collect=on, never where the seed or the buffers could not run.
 TEST(V15CollectPlan, FirstForJoinsOfManyQueries) {
-  using env::Mode;
   const auto first = [](int m, int n, int dim, int topk, Mode collect = Mode::automatic, Mode seed = Mode::automatic) {
     return gpu::collect_first(m, n, dim, topk, collect, seed);
   };

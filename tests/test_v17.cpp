@@ -1,9 +1,9 @@
 // v17 (R-tree kNN join on the GPU) against v0's loop, row for row: one point, identical points,
 // M much smaller and much larger than N, K = 1 and K = N, k = 1, 2, 3, 5, 8, 16 and 20, clusters,
-// integer data full of ties, self-joins, fan-outs 16, 23, 32 and 64 (KNN_V17_FANOUT); the GPU STR
+// integer data full of ties, self-joins, fan-outs 16, 23, 32 and 64 (v17.fanout); the GPU STR
 // build against the host reference, byte for byte; the runner's own validation on the seed's
 // headline shape. GPU tests (Gpu*) skip with a message where no CUDA device exists; the fan-out
-// override's errors and supports() run on the CPU.
+// parameter's declaration and supports() run on the CPU.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -28,6 +28,7 @@
 #include "devices.hpp"
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/trees/rtree/str_pack.hpp"
+#include "kernels/trees/rtree/v17_params.hpp"
 #include "test_support.hpp"
 #if KNN_HAVE_CUDA
 #include "kernels/trees/rtree/str_pack_gpu.hpp"
@@ -41,11 +42,6 @@ const DeviceDiscovery& discovery() {
   static const DeviceDiscovery d = discover_devices();
   return d;
 }
-
-// Sets KNN_V17_FANOUT for one scope (unset when `value` is empty), then restores it.
-struct ScopedFanout : knn::testing::ScopedEnv {
-  explicit ScopedFanout(const std::string& value) : ScopedEnv("KNN_V17_FANOUT", value) {}
-};
 
 using V17Case = knn::testing::RowCase;
 
@@ -80,10 +76,11 @@ std::vector<V17Case> v17_cases() {
 
 // Runs v17 on the case and checks every row against v0's loop: distances bit for bit and the same
 // indices (the (distance, index) order is total, so ties resolve exactly as v0's). Returns ctx.path.
-std::string check_against_v0(const V17Case& c) {
+std::string check_against_v0(const V17Case& c, int fanout) {
   return knn::testing::check_rows_against_v0(
       "v17", c, 1700, discovery().devices[0],
-      {{"h2d", 1}, {"build_p", 1}, {"build_q", c.self_join ? 0u : 1u}, {"join", 1}, {"d2h", 1}});
+      {{"h2d", 1}, {"build_p", 1}, {"build_q", c.self_join ? 0u : 1u}, {"join", 1}, {"d2h", 1}},
+      {{"fanout", std::to_string(fanout)}});
 }
 
 class GpuV17 : public ::testing::TestWithParam<std::tuple<V17Case, int>> {};
@@ -92,9 +89,8 @@ TEST_P(GpuV17, MatchesV0RowForRow) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   const auto& [c, fanout] = GetParam();
-  const ScopedFanout forced(std::to_string(fanout));
-  const std::string path = check_against_v0(c);
-  EXPECT_NE(path.find(fmt::format("fan-out {} (KNN_V17_FANOUT)", fanout)), std::string::npos) << path;
+  const std::string path = check_against_v0(c, fanout);
+  EXPECT_NE(path.find(fmt::format("fan-out {} (set by fanout)", fanout)), std::string::npos) << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV17, ::testing::Combine(::testing::ValuesIn(v17_cases()), ::testing::Values(16, 23, 32, 64)),
@@ -114,6 +110,7 @@ TEST(GpuV17Empty, SelfJoinOfOnePointHasNoNeighbour) {
   const Problem p{3, 1, 1, 1, point.data(), point.data(), true};
   Environment env;
   env.devices = {disc.devices[0]};
+  env.params = knn::testing::params_for("v17");
   std::int32_t index = 7;
   float distance = -1.f;
   TimingSink timing;
@@ -211,7 +208,11 @@ TEST(V17SharedTopK, OfferKeepsTheBestTopkWhateverTheIndexOrder) {
   }
 }
 
-TEST(V17Supports, FanoutOverrideAndSharedMemoryLimit) {
+TEST(V17Supports, FanoutParameterAndSharedMemoryLimit) {
+  // Fan-outs outside [16, 64] never reach the version (the declaration refuses them); checked in
+  // builds without CUDA too.
+  for (const char* bad : {"15", "65", "x", "32 ", "0"})
+    EXPECT_THROW(ParamValues("v17", knn::gpu::v17_params(), {{"fanout", bad}}), ParamError) << bad;
   const VersionDesc* v = Registry::instance().find("v17");
   if (v == nullptr) GTEST_SKIP() << "v17 is built only with CUDA: not registered in this build";
   EXPECT_TRUE(v->self_join);
@@ -219,19 +220,13 @@ TEST(V17Supports, FanoutOverrideAndSharedMemoryLimit) {
   std::vector<float> points(3 * 100, 0.5f);
   Problem p{3, 100, 100, 5, points.data(), points.data()};
   Environment env;
+  env.params = knn::testing::params_for("v17", {{"fanout", "32"}});
   EXPECT_EQ(v->supports(p, env).value_or(""), "no CUDA device");
   DeviceInfo fake;
   fake.ordinal = 0;
   fake.shared_per_block_optin = 48 * 1024;
   env.devices = {fake};
   EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
-  for (const char* bad : {"15", "65", "x", "32 ", "0"}) {
-    const ScopedFanout forced(bad);
-    const auto reason = v->supports(p, env);
-    ASSERT_TRUE(reason.has_value()) << bad;
-    EXPECT_NE(reason->find(fmt::format("KNN_V17_FANOUT = '{}'", bad)), std::string::npos) << *reason;
-  }
-  const ScopedFanout forced("32");
   p.topk = 100;  // 32 heaps of 100 pairs: 25600 bytes and a few KiB more
   EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
   p.topk = 200;  // 51200 bytes: over 48 KiB

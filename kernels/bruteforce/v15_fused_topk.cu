@@ -9,15 +9,15 @@
 // (detail/scan/topk_merge.cu). Distances are Σ(q − r)² in fp32 with fused multiply-adds: exact on integer
 // data, within an ulp or two of v0's roundings otherwise. Any k (1, 2, 3, 4, 5, 8, 16 compiled in; the others
 // at run time), any m and n, self-joins. Whole-number data in a span of 256 values with k ≥ 16 and m ≥ 32
-// take the exact int8 tensor-core path instead (detail/int8/exact_int8.hpp; KNN_V15_INT8=off|on|auto). The
+// take the exact int8 tensor-core path instead (detail/int8/exact_int8.hpp; v15.int8=off|on|auto). The
 // nearest neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18, and topk 2..32 with
 // 3 ≤ k ≤ 32, m ≥ 1024 and n ≥ 2^18, are found by the tensor-core filter (detail/filters/tc_filter.hpp;
-// KNN_V15_TC=off|on|auto): TF32 scores with a proven error bound pick the rows whose exact distance is
+// v15.tc=off|on|auto): TF32 scores with a proven error bound pick the rows whose exact distance is
 // computed; the answers are the scan's. For topk 1 below 8 dimensions (k >= 2, m >= 32, n >= 2^20) the same
 // filter runs on CUDA cores with fp32 scores in the scan's own layout (detail/filters/fp32_filter.cuh;
-// KNN_V15_FP32_FILTER=off|on|auto). Many queries in one chunk (self-joins) with topk 2..32 are seeded
-// (detail/seed/scan_seed.hpp; KNN_V15_SEED=off|on|auto), and at k <= 5 collect the rows below the seed's
-// bounds in buffers (detail/seed/seed_collect.hpp) instead.
+// v15.fp32_filter=off|on|auto). Many queries in one chunk (self-joins) with topk 2..32 are seeded
+// (detail/seed/scan_seed.hpp; v15.seed=off|on|auto), and at k <= 5 collect the rows below the seed's
+// bounds in buffers (detail/seed/seed_collect.hpp) instead. Parameters: engine_params() (engine.hpp).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -33,7 +33,6 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
-#include "kernels/device/env_knob.hpp"
 #include "kernels/bruteforce/detail/int8/exact_int8.hpp"
 #include "kernels/bruteforce/detail/filters/fp32_filter.cuh"
 #include "kernels/bruteforce/detail/scan/fused_scan.cuh"
@@ -50,6 +49,7 @@ namespace {
 namespace cuda = knn::cuda;
 namespace gpu = knn::gpu;
 using gpu::scan::List, gpu::scan::list_for, gpu::scan::list_name, gpu::scan::compiled_dim;
+using knn::Mode;
 
 constexpr int kMaxTopk = knn::gpu::kFusedTopkMax;
 constexpr int kMaxBlocksPerSm = 16;  // resident 128-thread blocks per SM assumed by device_bytes: an upper bound
@@ -57,9 +57,9 @@ constexpr int kMaxBlocksPerSm = 16;  // resident 128-thread blocks per SM assume
 using Kernel = void (*)(gpu::scan::Args);
 
 // The tensor-core filter's kernel for k dimensions (nullptr above its limit).
-Kernel pick_filter(int dim) {
+Kernel pick_filter(int dim, Mode split) {
   switch ((dim + gpu::kTcSliceDims - 1) / gpu::kTcSliceDims) {  // split TF32 below 8 dimensions (gpu::tc_split)
-    case 1: return gpu::tc_split(dim) ? gpu::tc::filter_kernel<1, true> : gpu::tc::filter_kernel<1, false>;
+    case 1: return gpu::tc_split(dim, split) ? gpu::tc::filter_kernel<1, true> : gpu::tc::filter_kernel<1, false>;
     case 2: return gpu::tc::filter_kernel<2, false>;
     case 3: return gpu::tc::filter_kernel<3, false>;
     case 4: return gpu::tc::filter_kernel<4, false>;
@@ -68,23 +68,17 @@ Kernel pick_filter(int dim) {
 }
 
 std::size_t padded_rows(int n) { return (std::size_t(n) + gpu::kScanGroup - 1) / gpu::kScanGroup * gpu::kScanGroup; }
-// KNN_V15_RAMP=0: equal chunks instead of growing first ones (scan_plan.hpp; the tensor-core filter's always).
-bool chunk_ramp() { return knn::env::int_knob("KNN_V15_RAMP", 0, 1, "v15").value_or(1) != 0; }
-// KNN_V15_TAPER=0: the last chunk whole instead of halved for few queries (scan_plan.hpp).
-bool chunk_taper() { return knn::env::int_knob("KNN_V15_TAPER", 0, 1, "v15").value_or(1) != 0; }
-// KNN_V15_MERGE_RUNS=0: each query's partial entries sorted at once, no reduction passes (topk_merge.hpp).
-bool merge_runs() { return knn::env::int_knob("KNN_V15_MERGE_RUNS", 0, 1, "v15").value_or(1) != 0; }
-// KNN_V15_MIN_GROUPS: the fewest row groups a thread scans in its split, whatever the list (scan_plan.hpp; unset:
-// kMinGroupsNearest for the scan's topk 1, heap_min_groups for its heaps, kMinGroupsPerThread otherwise).
-std::optional<int> min_groups() { return knn::env::int_knob("KNN_V15_MIN_GROUPS", 1, 1 << 20, "v15"); }
+// An `auto` parameter's choice on this problem, recorded for the result (RunContext::chosen).
+void note(knn::RunContext& ctx, const char* name, Mode mode, bool taken) {
+  if (mode == Mode::automatic) ctx.chosen[name] = taken ? "on" : "off";
+}
 
 // The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
-// topk > 1 with one split (each block owns its queries), KNN_V15_SHARED_LISTS not 0, and the
+// topk > 1 with one split (each block owns its queries), v15.shared_lists on, and the
 // kernel's static shared memory plus the lists within the device's limit per block (99 KB on
 // some 8.x devices); otherwise 0 and the lists stay in global memory.
-std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, int device) {
-  if (!tc.chosen || topk < 2 || tc.splits != 1 || knn::env::int_knob("KNN_V15_SHARED_LISTS", 0, 1, "v15").value_or(1) == 0)
-    return 0;
+std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, int device, bool shared_lists) {
+  if (!tc.chosen || topk < 2 || tc.splits != 1 || !shared_lists) return 0;
   const std::size_t bytes = std::size_t(gpu::kTcBlockQueries) * topk * sizeof(unsigned long long);
   cudaFuncAttributes attributes{};
   KNN_CUDA_TRY(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
@@ -94,43 +88,45 @@ std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, in
 }
 
 // The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread (its lists
-// are the keys in global memory: no partial lists, so no budget for them). `single`: one chunk.
-gpu::ScanPlan plan_for(const knn::Problem& p, long long resident_blocks, int sms, int filter_queries, bool single) {
+// are the keys in global memory: no partial lists, so no budget for them). `single`: one chunk. The
+// fewest row groups a thread scans in its split: v15.min_groups, else kMinGroupsNearest for the scan's
+// topk 1, heap_min_groups for its heaps, kMinGroupsPerThread otherwise (scan_plan.hpp).
+gpu::ScanPlan plan_for(const knn::Problem& p, const gpu::EngineSettings& s, long long resident_blocks, int sms,
+                       int filter_queries, bool single) {
   const List l = list_for(p.topk);
-  const std::optional<int> knob = min_groups();
+  const int knob = s.min_groups;
   if (filter_queries > 0)
-    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, chunk_ramp(), chunk_taper(),
-                          knob.value_or(gpu::kMinGroupsPerThread));
+    return gpu::plan_scan(p.m, p.n, p.dim, 1, filter_queries, resident_blocks, p.self_join, s.ramp, s.taper,
+                          knob > 0 ? knob : gpu::kMinGroupsPerThread);
   const auto plan = [&](int groups) {
     return gpu::plan_scan(p.m, p.n, p.dim, p.topk, gpu::scan::queries_per_thread(l), resident_blocks,
-                          p.self_join || l == List::heap || single, chunk_ramp(), chunk_taper(), groups);
+                          p.self_join || l == List::heap || single, s.ramp, s.taper, groups);
   };
-  const gpu::ScanPlan base = plan(knob.value_or(l == List::one ? gpu::kMinGroupsNearest : gpu::kMinGroupsPerThread));
-  const int groups = l == List::heap && !knob ? gpu::heap_min_groups(base, p.m, p.topk, sms, gpu::kMinGroupsPerThread) : 0;
+  const gpu::ScanPlan base = plan(knob > 0 ? knob : l == List::one ? gpu::kMinGroupsNearest : gpu::kMinGroupsPerThread);
+  const int groups = l == List::heap && knob == 0 ? gpu::heap_min_groups(base, p.m, p.topk, sms, gpu::kMinGroupsPerThread) : 0;
   return groups > gpu::kMinGroupsPerThread ? plan(groups) : base;
 }
 
 // The candidate buffers before the filters and a chunked copy
 // (kernels/bruteforce/detail/seed/seed_collect.hpp), with fp32 scores only (exact distances for every pair
-// took case 405 1340 ms), and never where a filter is asked for (KNN_V15_TC=on, KNN_V15_FP32_FILTER=on).
-bool buffers_first(const knn::Problem& p) {
-  const knn::env::Mode on = knn::env::Mode::on;
-  return gpu::tc_mode_from_environment() != on && gpu::fp32_mode_from_environment() != on && gpu::plan_collect_scores(p).chosen &&
-         gpu::collect_first(p.m, p.n, p.dim, p.topk, gpu::collect_mode_from_environment(), gpu::seed_mode_from_environment());
+// took case 405 1340 ms), and never where a filter is asked for (tc=on, fp32_filter=on).
+bool buffers_first(const knn::Problem& p, const gpu::EngineSettings& s) {
+  return s.tc != Mode::on && s.fp32_filter != Mode::on && gpu::plan_collect_scores(p, s.collect_scores).chosen &&
+         gpu::collect_first(p.m, p.n, p.dim, p.topk, s.collect, s.seed);
 }
 
 // The seed for the scan (kernels/bruteforce/detail/seed/scan_seed.hpp); never with a filter.
-gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::ScanPlan& plan, bool filter) {
-  return filter ? gpu::SeedPlan{false, 0, "a filter runs"}
-                : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), gpu::seed_mode_from_environment());
+gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::EngineSettings& s, const gpu::ScanPlan& plan, bool filter) {
+  return filter ? gpu::SeedPlan{false, 0, "a filter runs"} : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), s.seed);
 }
 
 // The seed's candidate buffers (kernels/bruteforce/detail/seed/seed_collect.hpp) on the device `info`,
 // with scores where the values' range is known (gpu::plan_collect_scoring).
-gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::SeedPlan& seed, const knn::DeviceInfo& info) {
-  gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, info.sm_count, gpu::collect_mode_from_environment(),
-                                         gpu::collect_queries_from_environment());
-  if (c.chosen) gpu::plan_collect_scoring(p, c, info.sm_count, info.cc_major);
+gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::EngineSettings& s, const gpu::SeedPlan& seed,
+                              const knn::DeviceInfo& info) {
+  gpu::CollectPlan c =
+      gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, info.sm_count, s.collect, s.collect_queries, s.collect_balance);
+  if (c.chosen) gpu::plan_collect_scoring(p, c, info.sm_count, info.cc_major, s.collect_scores, s.collect_tc, s.tc_split);
   return c;
 }
 
@@ -149,29 +145,36 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   ctx.devices_used = {info.ordinal};
   if (p.m < 1 || p.n < 1) return;
   cuda::DeviceScope scope(info.ordinal);
-  const gpu::Int8Plan int8 = gpu::plan_int8(p, gpu::int8_mode_from_environment());
+  const gpu::EngineSettings s = gpu::settings_from(ctx.env.params);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8);
+  note(ctx, "int8", s.int8, int8.chosen);
   if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
   const List list = list_for(p.topk);
-  const Kernel tc_kernel = pick_filter(p.dim);
+  const Kernel tc_kernel = pick_filter(p.dim, s.tc_split);
   const int tc_per_sm =
       tc_kernel == nullptr ? 0
                            : cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(tc_kernel), gpu::kTcBlock);
-  const bool first = buffers_first(p);
-  const gpu::TcPlan tc = first ? gpu::TcPlan{} : gpu::plan_tc(p, gpu::tc_mode_from_environment(), info.cc_major,
-                                                              (long long)std::max(1, tc_per_sm) * info.sm_count, p.self_join);
+  const bool first = buffers_first(p, s);
+  const gpu::TcPlan tc = first ? gpu::TcPlan{} : gpu::plan_tc(p, s.tc, info.cc_major, (long long)std::max(1, tc_per_sm) * info.sm_count,
+                                                              p.self_join, false, s.tc_split);
   // The fp32 filter is planned only where the tensor-core filter is not taken (its reason is then
   // never printed).
-  const gpu::Fp32Plan f32 = tc.chosen || first ? gpu::Fp32Plan{} : gpu::plan_fp32(p, gpu::fp32_mode_from_environment());
+  const gpu::Fp32Plan f32 = tc.chosen || first ? gpu::Fp32Plan{} : gpu::plan_fp32(p, s.fp32_filter, s.fp32_queries, s.fp32_stage);
+  note(ctx, "tc", s.tc, tc.chosen), note(ctx, "fp32_filter", s.fp32_filter, f32.chosen);
+  if (tc.chosen) note(ctx, "tc_split", s.tc_split, tc.split);
+  if (f32.chosen) note(ctx, "fp32_stage", s.fp32_stage, f32.stage);
   const bool filter = tc.chosen || f32.chosen;
   const Kernel scan_kernel =
       !f32.chosen ? gpu::scan::pick_kernel(p.dim, list) : f32.queries_per_thread == 4 ? gpu::f32::pick<4>(p.dim, f32.stage) : gpu::f32::pick<8>(p.dim, f32.stage);
   const int per_sm =
       cuda::resident_blocks_per_sm(info.ordinal, reinterpret_cast<const void*>(scan_kernel), gpu::kScanBlock);
   const gpu::ScanPlan plan =
-      plan_for(p, (long long)std::max(1, per_sm) * info.sm_count, info.sm_count, f32.chosen ? f32.queries_per_thread : 0, first);
+      plan_for(p, s, (long long)std::max(1, per_sm) * info.sm_count, info.sm_count, f32.chosen ? f32.queries_per_thread : 0, first);
   const Kernel kernel = tc.chosen ? tc_kernel : scan_kernel;
-  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
-  const gpu::CollectPlan collect = collect_plan(p, seed, info);
+  const gpu::SeedPlan seed = seed_plan(p, s, plan, filter);
+  const gpu::CollectPlan collect = collect_plan(p, s, seed, info);
+  note(ctx, "seed", s.seed, seed.chosen), note(ctx, "collect", s.collect, collect.chosen);
+  if (collect.chosen && s.collect_queries == 0) ctx.chosen["collect_queries"] = std::to_string(collect.queries_per_thread);
   const long long partials = filter || collect.chosen ? 1 : plan.partials();
   const bool merge = !filter && !collect.chosen && needs_merge(plan, list);
   const std::vector<int>& chunk_rows = tc.chosen ? tc.chunk_rows : plan.chunk_rows;
@@ -198,7 +201,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (collect.chosen) collector.emplace(collect, p.m, p.n, p.dim, p.topk, info.sm_count, copy);
   std::unique_ptr<gpu::PartialMerge> merger;
   if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
-    merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge, merge_runs());
+    merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge, s.merge_runs);
 
   gpu::scan::Args a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
@@ -208,7 +211,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
   a.tc_center = tc.chosen ? tc.center : f32.center, a.tc_band = tc.chosen ? tc.band : f32.band;
   a.tc_candidates = candidates.data();
-  const std::size_t dynamic_shared = tc.chosen ? shared_list_bytes(tc, p.topk, kernel, info.ordinal) : 0;
+  const std::size_t dynamic_shared = tc.chosen ? shared_list_bytes(tc, p.topk, kernel, info.ordinal, s.shared_lists) : 0;
   a.tc_shared_lists = dynamic_shared > 0;
   if (dynamic_shared > 0)
     KNN_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -297,7 +300,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
         double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
         gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
-        gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), gpu::filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
+        gpu::chunks_text(chunk_rows, p.dim, s.ramp), gpu::filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
     return;
   }
   if (f32.chosen) {
@@ -310,7 +313,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
-        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), gpu::filter_lists_text(p.topk), tc.why);
+        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, s.ramp), gpu::filter_lists_text(p.topk), tc.why);
     return;
   }
   if (collector) {
@@ -323,8 +326,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), list_name(list),
       plan.queries_per_thread, plan.queries_per_thread == 1 ? "y" : "ies", gpu::kScanBlock, plan.query_threads,
       plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
-      gpu::chunks_text(chunk_rows, p.dim, chunk_ramp()), partials, partials == 1 ? "" : "s",
-      list == List::one ? " merged by atomicMin" : merge ? " merged by " + merger->describe() + (merge_runs() ? "" : " (KNN_V15_MERGE_RUNS=0)")
+      gpu::chunks_text(chunk_rows, p.dim, s.ramp), partials, partials == 1 ? "" : "s",
+      list == List::one ? " merged by atomicMin" : merge ? " merged by " + merger->describe() + (s.merge_runs ? "" : " (merge_runs=off)")
                                  : std::string(" written in place"));
   ctx.path += seed.chosen ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
                                         "queries scanned in that order; candidate buffers not taken: {}", seed.window, collect.why)
@@ -335,27 +338,28 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
 }
 
 std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {
-  const gpu::Int8Plan int8 = gpu::plan_int8(p, gpu::int8_mode_from_environment());
+  const gpu::EngineSettings s = gpu::settings_from(env.params);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8);
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
-  const bool first = buffers_first(p);
-  const gpu::ScanPlan plan = plan_for(p, (long long)kMaxBlocksPerSm * std::max(1, sm_count), sm_count, 0, first);
+  const bool first = buffers_first(p, s);
+  const gpu::ScanPlan plan = plan_for(p, s, (long long)kMaxBlocksPerSm * std::max(1, sm_count), sm_count, 0, first);
   std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float)) +
                       p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
   bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));
-  // The filters' keys (both filters' plans depend on the knobs, the values and the device's compute capability).
-  const gpu::TcPlan tc = first ? gpu::TcPlan{} : gpu::plan_tc(p, gpu::tc_mode_from_environment(),
-                                                              env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join);
-  const bool filter = !first && (tc.chosen || gpu::plan_fp32(p, gpu::fp32_mode_from_environment()).chosen);
+  // The filters' keys (both filters' plans depend on the parameters, the values and the device's compute capability).
+  const gpu::TcPlan tc =
+      first ? gpu::TcPlan{} : gpu::plan_tc(p, s.tc, env.devices.empty() ? 0 : env.devices[0].cc_major, 1, p.self_join, false, s.tc_split);
+  const bool filter = !first && (tc.chosen || gpu::plan_fp32(p, s.fp32_filter, s.fp32_queries, s.fp32_stage).chosen);
   if (filter && p.topk > 1)
     bytes += std::size_t(p.m) * p.topk * sizeof(unsigned long long) + gpu::PartialMerge::device_bytes(p.m, p.topk) + 8;
   else if (list == List::one || filter)
     bytes += std::size_t(p.m) * sizeof(unsigned long long) + sizeof(unsigned long long);
-  const gpu::SeedPlan seed = seed_plan(p, plan, filter);
+  const gpu::SeedPlan seed = seed_plan(p, s, plan, filter);
   if (seed.chosen) bytes += gpu::ScanSeed::device_bytes(p.m, p.n, p.dim, p.self_join);
   // The candidate buffers at their largest (every split the budget allows).
-  if (const gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, 1 << 20, gpu::collect_mode_from_environment()); c.chosen)
+  if (const gpu::CollectPlan c = gpu::plan_collect(p.m, p.n, p.dim, p.topk, seed.chosen, 1 << 20, s.collect); c.chosen)
     return bytes + gpu::SeedCollect::device_bytes(c, p.m, p.n);
   if (!filter && needs_merge(plan, list)) {
     const long long per_query = plan.partials() * p.topk;
@@ -380,15 +384,11 @@ knn::VersionDesc describe() {
       return fmt::format("topk {} over v15's limit of {} (a heap of topk pairs per thread in global scratch)", p.topk,
                          kMaxTopk);
     if (p.self_join && p.m != p.n) return fmt::format("a self-join needs m == n (m = {}, n = {})", p.m, p.n);
-    try {  // the chunking and merge knobs, read where they apply, refused here whatever the shape
-      chunk_ramp(), chunk_taper(), merge_runs(), min_groups();
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
     return std::nullopt;
   };
   d.device_bytes = v15_device_bytes;
   d.make = knn::query_only(v15_query);
+  d.params = gpu::engine_params();
   return d;
 }
 

@@ -5,7 +5,7 @@
 //   p-torch-cpu     p-torch's recipe on the CPU always, with the run's OpenMP threads.
 // p-torch and p-torch-direct run on the first selected GPU when libtorch has CUDA and the run has a
 // device, else on the CPU. The distance block is chunked over queries and references to fit a budget
-// (1 GiB on a GPU, at most 3/4 of its free memory; 256 MiB on the CPU; KNN_TORCH_BLOCK_KIB sets it);
+// (1 GiB on a GPU, at most 3/4 of its free memory; 256 MiB on the CPU; the parameter block_kib sets it);
 // each reference chunk's topk is merged into the query chunk's lists (topk of the concatenation).
 // Self-joins: topk + 1 searched, the point itself dropped. docs/peers-torch.md.
 // Two builds of this file (cmake/torch.cmake): the programs get the registration, without torch's
@@ -31,7 +31,6 @@
 #include "core/errors.hpp"
 #include "core/registry.hpp"
 #include "core/topk.hpp"
-#include "kernels/device/env_knob.hpp"
 #include "kernels/device/tree_threads.hpp"
 #include "kernels/peers/peers.hpp"
 
@@ -90,11 +89,10 @@ constexpr std::size_t kDeviceSlack = std::size_t(64) << 20;  // cuBLAS workspace
 constexpr int kQueryRowsLeast = 32;  // references are split when fewer queries of whole rows fit,
 constexpr int kQueryRowsWanted = 64;  // into chunks that this many fit
 constexpr int kMinReferenceRows = 16;
-constexpr const char* kBudgetKnob = "KNN_TORCH_BLOCK_KIB";
 
-// The block budget (bytes): KNN_TORCH_BLOCK_KIB when set (throws std::invalid_argument when bad).
-std::size_t budget(bool gpu) {
-  if (const auto kib = knn::env::int_knob(kBudgetKnob, 1, 1 << 24, "p-torch")) return std::size_t(*kib) << 10;
+// The block budget (bytes): the parameter block_kib (`kib`) when not 0, else by where the block is.
+std::size_t budget(long kib, bool gpu) {
+  if (kib > 0) return std::size_t(kib) << 10;
   return gpu ? kGpuBudget : kCpuBudget;
 }
 
@@ -173,7 +171,7 @@ at::Tensor block_distances(Recipe recipe, const at::Tensor& q, const at::Tensor&
 }
 
 // Answers p (never a self-join here) into out: rows sorted by torch's distances, ties in torch's order.
-std::string torch_search(const Variant& v, const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
+std::string torch_search(const Variant& v, long block_kib, const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   c10::InferenceMode inference;
   const bool gpu = v.gpu_allowed && !ctx.env.devices.empty() && torch_has_gpu();
   const bool shared = p.queries == p.references && p.m == p.n;  // a widened self-join: one upload
@@ -182,7 +180,7 @@ std::string torch_search(const Variant& v, const knn::Problem& p, knn::Neighbors
   at::Tensor references = shared ? queries : at::from_blob(const_cast<float*>(p.references), {p.n, p.dim}, host);
   at::Tensor out_d = at::from_blob(out.distances, {p.m, p.topk}, host);
   at::Tensor out_i = at::from_blob(out.indices, {p.m, p.topk}, at::TensorOptions().dtype(at::kInt));
-  std::size_t block_budget = budget(gpu);
+  std::size_t block_budget = budget(block_kib, gpu);
   std::string where;
   const int searched = std::min(p.topk, p.n);
   if (searched < p.topk) {  // fewer references than topk: the empty slots v0 leaves
@@ -278,12 +276,12 @@ struct ReleaseCache {
   }
 };
 
-void torch_query(const Variant& v, const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
+void torch_query(const Variant& v, long block_kib, const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   const OmpRestore omp;
   const ReleaseCache release;
   try {
     if (!p.self_join) {
-      ctx.path = torch_search(v, p, out, ctx);
+      ctx.path = torch_search(v, block_kib, p, out, ctx);
       knn::peers::order_ties(p, out);
       return;
     }
@@ -291,7 +289,7 @@ void torch_query(const Variant& v, const knn::Problem& p, knn::Neighbors out, kn
     std::vector<std::int32_t> indices(wide.result_slots());
     std::vector<float> distances(wide.result_slots());
     const knn::Neighbors wide_out{indices.data(), distances.data()};
-    ctx.path = torch_search(v, wide, wide_out, ctx) + "; self-join: topk + 1 searched, the point itself dropped";
+    ctx.path = torch_search(v, block_kib, wide, wide_out, ctx) + "; self-join: topk + 1 searched, the point itself dropped";
     knn::peers::order_ties(wide, wide_out);
     knn::drop_self(p, indices.data(), distances.data(), out);
   } catch (const c10::OutOfMemoryError& e) {
@@ -304,18 +302,19 @@ void torch_query(const Variant& v, const knn::Problem& p, knn::Neighbors out, kn
 }
 }  // namespace
 
-// The module's one entry point: variant V of kVariants on p, as a version's query() (exceptions as the
-// harness knows them: knn::OutOfMemoryError, std::bad_alloc, std::runtime_error).
-extern "C" __attribute__((visibility("default"))) void knn_torch_query(int variant, const knn::Problem* p, knn::Neighbors out,
-                                                                      knn::RunContext* ctx) {
-  torch_query(kVariants[variant], *p, out, *ctx);
+// The module's one entry point: variant V of kVariants on p with the block_kib parameter's value, as a
+// version's query() (exceptions as the harness knows them: knn::OutOfMemoryError, std::bad_alloc,
+// std::runtime_error). The registration reads the parameter: the module links none of knn_core.
+extern "C" __attribute__((visibility("default"))) void knn_torch_query(int variant, long block_kib, const knn::Problem* p,
+                                                                      knn::Neighbors out, knn::RunContext* ctx) {
+  torch_query(kVariants[variant], block_kib, *p, out, *ctx);
 }
 #else
 #if KNN_HAVE_TORCH
 constexpr const char* kVersion = "libtorch " KNN_TORCH_VERSION;
 
 // The libtorch half, loaded once, on the first supports() or query(); never unloaded (libtorch can't be).
-using ModuleQuery = void (*)(int, const knn::Problem*, knn::Neighbors, knn::RunContext*);
+using ModuleQuery = void (*)(int, long, const knn::Problem*, knn::Neighbors, knn::RunContext*);
 struct Module {
   ModuleQuery query = nullptr;
   std::string error;  // why it did not load
@@ -339,7 +338,7 @@ std::optional<std::string> unavailable() {
 template <std::size_t V>
 void torch_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   if (const auto why = unavailable()) throw std::runtime_error(*why);  // supports() skips first
-  torch_module().query(int(V), &p, out, &ctx);
+  torch_module().query(int(V), ctx.env.params.integer("block_kib"), &p, out, &ctx);
 }
 #else
 constexpr const char* kVersion = "not built with libtorch";
@@ -361,16 +360,13 @@ knn::VersionDesc describe() {
                         v.gpu_allowed ? "on the first selected GPU when libtorch has CUDA, else the CPU" : "on the CPU");
   d.family = knn::Family::peer;
   d.self_join = true;
-  d.supports = [](const knn::Problem& p, const knn::Environment&) -> std::optional<std::string> {
+  d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (const auto why = unavailable()) return why;
-    try {
-      const knn::Problem s = searched_problem(p);
-      const std::size_t lists = std::size_t(std::min(s.topk, s.n)) * kBytesPerListSlot;
-      if (lists > std::max(budget(true), budget(false)))
-        return fmt::format("topk {} needs {} of lists for one query, over the block budget", s.topk, gib(lists));
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
+    const knn::Problem s = searched_problem(p);
+    const std::size_t lists = std::size_t(std::min(s.topk, s.n)) * kBytesPerListSlot;
+    const long kib = env.params.integer("block_kib");
+    if (lists > std::max(budget(kib, true), budget(kib, false)))
+      return fmt::format("topk {} needs {} of lists for one query, over the block budget", s.topk, gib(lists));
     return std::nullopt;
   };
   // Upper bounds: the inputs, norms, answers and block budget on the device (the GPU path checks the
@@ -386,6 +382,9 @@ knn::VersionDesc describe() {
     return wide + 4 * (std::size_t(s.m) + std::size_t(s.n)) + std::min(kCpuBudget, plan(s, kCpuBudget).bytes);
   };
   d.make = knn::query_only(torch_query<V>);
+  d.params = {knn::ParamDecl::integer("block_kib", 0, 0, 1 << 24,
+                                      "the distance block's budget, KiB; 0: 1 GiB on a GPU (at most 3/4 of its free memory), 256 MiB on the CPU",
+                                      "KNN_TORCH_BLOCK_KIB")};
   return d;
 }
 

@@ -3,17 +3,16 @@
 // a host take its GPUs in turn), or with v0's loop on its cores where it has none; the partial
 // top-k lists are merged on the owner of each query block by an MPI_Reduce with a merge operator,
 // and rank 0 gathers the answer (kernels/sharded/sharded_search.*; docs/scaling.md compares this
-// with a reduction of every list on rank 0). Without mpirun it is one rank: the engine alone.
+// with a reduction of every list on rank 0). Without mpirun it is one rank: the engine alone. v18 declares
+// v15's engine's parameters (engine_params()) and gives their values to the engine on each rank.
 #include <fmt/format.h>
 
 #include <optional>
 #include <string>
 
 #include "core/registry.hpp"
-#include "kernels/sharded/sharded_search.hpp"
-#if KNN_HAVE_CUDA
 #include "kernels/bruteforce/engine.hpp"
-#endif
+#include "kernels/sharded/sharded_search.hpp"
 
 namespace {
 
@@ -27,8 +26,9 @@ void v18_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     const auto search = [&](const knn::Problem& sub, knn::Neighbors part) {
       if (sub.n < sub.topk) return knn::sharded::cpu_search(sub, part);  // a shard smaller than topk
       knn::TimingSink engine_phases;  // v15's own phases stay inside the local search
-      knn::RunContext engine{engine_phases, one, {}, {}};
+      knn::RunContext engine{engine_phases, one, {}, {}};  // one.params: v18's values of the engine's parameters
       knn::gpu::fused_topk_search(sub, part, engine);
+      ctx.chosen = engine.chosen;
     };
     return knn::sharded::query(p, out, ctx, search, fmt::format("v15's engine on GPU {}", gpu->ordinal));
   }
@@ -56,6 +56,7 @@ knn::VersionDesc describe() {
     return std::nullopt;
   };
   d.make = knn::query_only(v18_query);
+  d.params = knn::gpu::engine_params();  // the engine's, for the ranks that run it (none without a GPU)
   return d;
 }
 

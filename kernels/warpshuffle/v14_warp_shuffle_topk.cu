@@ -5,7 +5,7 @@
 // of log2(topk) levels, not a shift of topk / 2 slots). The references stream in tiles of 32: each
 // lane loads one row, then the warp hands every row to every lane, so a row is read from memory
 // once per warp. A variant with 2 queries per thread (each shuffled coordinate serves both) is
-// measured slower on an H100 and runs only when KNN_V14_QUERIES_PER_THREAD=2 asks for it. Any k (1, 2, 3, 4, 8 compiled in, others at run time), any n (the
+// measured slower on an H100 and runs only when v14.queries_per_thread=2 asks for it. Any k (1, 2, 3, 4, 8 compiled in, others at run time), any n (the
 // last tile is guarded: nothing is read past row n - 1), any topk the device's shared memory holds
 // (larger ones are skipped with the numbers), self-joins (the query's own row is masked in the one
 // tile that holds it). Distances use v0's float roundings (no FMA), so they equal v0's bit for bit.
@@ -27,6 +27,7 @@
 #include "kernels/device/exact_distance.cuh"
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/device/topk_supports.hpp"
+#include "kernels/warpshuffle/v14_params.hpp"
 
 namespace {
 
@@ -279,31 +280,35 @@ std::optional<std::string> topk_over_limit(int topk, std::size_t limit) {
       topk, need, kBlock, topk, limit, limit / list_bytes(1, 1));
 }
 
-constexpr const char* kQptVariable = "KNN_V14_QUERIES_PER_THREAD";
-
 // Queries per thread: 1. Two per thread halve the shuffles per pair, but measured on an H100
 // (case 200, n = 200064 2-D points, self-join, topk 32) the kernel took 51.4 ms against 21.6 ms
 // with one: the doubled lists (64 KiB per block) and 105 registers leave 12 warps per SM, too few
 // to hide the shared-memory heaps' latency. The variant stays, tested, for other GPUs and tuning
-// (KNN_V14_QUERIES_PER_THREAD=2); `why` says so in the result's path.
+// (v14.queries_per_thread=2); `why` says so in the result's path.
 int choose_queries_per_thread(const knn::Problem& /*p*/, int /*sm_count*/, std::size_t /*optin*/, std::string& why) {
   why = "2 per thread measured 2.4x slower on an H100";
   return 1;
 }
 
-// The override KNN_V14_QUERIES_PER_THREAD (1 or 2), or nullopt when unset or empty.
-std::optional<int> queries_per_thread_override() {
-  const char* value = std::getenv(kQptVariable);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  if (std::string(value) == "1" || std::string(value) == "2") return value[0] - '0';
-  throw std::invalid_argument(fmt::format("v14: {} = '{}': must be 1 or 2 (queries per thread)", kQptVariable, value));
+// The parameter queries_per_thread when it is 1 or 2, nullopt for auto.
+std::optional<int> queries_per_thread_override(const knn::ParamValues& params) {
+  if (params.text("queries_per_thread") == "auto") return std::nullopt;
+  return int(params.integer("queries_per_thread"));
+}
+
+// A forced 2 whose lists do not fit the device's shared memory per block (`optin`).
+std::optional<std::string> forced_over_limit(const knn::Problem& p, const knn::ParamValues& params, std::size_t optin) {
+  const std::optional<int> forced = queries_per_thread_override(params);
+  if (!forced || list_bytes(p.topk, *forced) <= optin) return std::nullopt;
+  return fmt::format("queries_per_thread={}: {} lists of {} need {} bytes of shared memory per block, the device allows {}",
+                     *forced, *forced, p.topk, list_bytes(p.topk, *forced), optin);
 }
 
 void v14_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   if (ctx.env.devices.empty()) throw std::runtime_error("v14: no CUDA device selected");
   if (p.self_join && p.m != p.n)
     throw std::invalid_argument(fmt::format("v14: a self-join needs m == n (m = {}, n = {})", p.m, p.n));
-  const std::optional<int> forced = queries_per_thread_override();
+  const std::optional<int> forced = queries_per_thread_override(ctx.env.params);
   const int device = ctx.env.devices[0].ordinal;
   ctx.devices_used = {device};
   cuda::DeviceScope scope(device);
@@ -313,13 +318,12 @@ void v14_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (const auto reason = topk_over_limit(p.topk, std::size_t(optin))) throw std::invalid_argument("v14: " + *reason);
   std::string why;
   int qpt = choose_queries_per_thread(p, sm_count, std::size_t(optin), why);
+  if (const auto reason = forced_over_limit(p, ctx.env.params, std::size_t(optin))) throw std::invalid_argument("v14: " + *reason);
   if (forced) {
-    if (list_bytes(p.topk, *forced) > std::size_t(optin))
-      throw std::invalid_argument(fmt::format(
-          "v14: {} = {}: {} lists of {} need {} bytes of shared memory per block, the device allows {}", kQptVariable,
-          *forced, *forced, p.topk, list_bytes(p.topk, *forced), optin));
-    why = fmt::format("set by {}={}, the automatic choice is {}", kQptVariable, *forced, qpt);
+    why = fmt::format("set by queries_per_thread={}, the automatic choice is {}", *forced, qpt);
     qpt = *forced;
+  } else {
+    ctx.chosen["queries_per_thread"] = std::to_string(qpt);
   }
 
   cuda::Stream stream;  // declared first: the buffers below are freed on it before it goes back
@@ -364,10 +368,12 @@ knn::VersionDesc describe() {
   d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (auto reason = knn::gpu::topk_supports(p, env)) return reason;
-    return topk_over_limit(p.topk, env.devices[0].shared_per_block_optin);
+    if (auto reason = topk_over_limit(p.topk, env.devices[0].shared_per_block_optin)) return reason;
+    return forced_over_limit(p, env.params, env.devices[0].shared_per_block_optin);
   };
   d.device_bytes = v14_device_bytes;
   d.make = knn::query_only(v14_query);
+  d.params = knn::gpu::v14_params();
   return d;
 }
 

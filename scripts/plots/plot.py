@@ -32,7 +32,7 @@ import re
 import statistics
 import sys
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSIONS = (1, 2)  # 2 adds each result's params, params_set and params_chosen (docs/results-schema.md)
 # Debian's python3-matplotlib installs for /usr/bin/python3; another python3 first on PATH
 # (pyenv, a venv) may not see it.
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -113,7 +113,10 @@ class Result:
             fail(f"{w}: no case object or version")
         self.case = c
         self.case_id = c.get("id")
-        self.version = r["version"]
+        # A variant of a parameter sweep is its own row: "v16[test=median,sort=off]", as the tables say.
+        params, chosen = r.get("params") or {}, r.get("params_set") or []
+        shown = [f"{n}={params.get(n, '?')}" for n in chosen if isinstance(n, str)] if isinstance(params, dict) else []
+        self.version = r["version"] + (f"[{','.join(shown)}]" if shown else "")
         self.family = r.get("family") or "?"
         self.status = r.get("status") or "?"
         self.reason = r.get("reason") or ""
@@ -156,9 +159,9 @@ class Doc:
             fail(f"{path}: {e.strerror or e}" if isinstance(e, OSError) else f"{path}: gzip data cut short")
         except ValueError as e:  # JSONDecodeError, or bytes that are not UTF-8
             fail(f"{path}: not valid JSON: {e}")
-        if not isinstance(doc, dict) or doc.get("schema_version") != SCHEMA_VERSION:
+        if not isinstance(doc, dict) or doc.get("schema_version") not in SCHEMA_VERSIONS:
             found = doc.get("schema_version") if isinstance(doc, dict) else type(doc).__name__
-            fail(f"{path}: schema_version {found}, this script reads {SCHEMA_VERSION}")
+            fail(f"{path}: schema_version {found}, this script reads {' or '.join(map(str, SCHEMA_VERSIONS))}")
         if not isinstance(doc.get("results"), list):
             fail(f"{path}: no results array")
         self.path, self.doc = path, doc
@@ -346,7 +349,10 @@ def fig_heatmap(doc, bw, bw_note):
             if r and r.median is not None:
                 ratio[i, j] = r.median / best.median
     vmax = max(10.0, min(1000.0, np.nanmax(ratio) if np.isfinite(ratio).any() else 10.0))
-    fig = plt.figure(figsize=(WIDTH_IN, 2.2 + 0.5 * len(cases)), layout="constrained")
+    # Column labels that would run into each other (a sweep's "v16[test=median,sort=off,final=off]") slant.
+    longest = max(map(len, versions))
+    slanted = longest * len(versions) > 180
+    fig = plt.figure(figsize=(WIDTH_IN, 2.2 + 0.5 * len(cases) + (0.04 * longest if slanted else 0)), layout="constrained")
     ax = fig.subplots()
     cmap = plt.get_cmap("YlOrRd").copy()
     cmap.set_bad("white")
@@ -384,6 +390,8 @@ def fig_heatmap(doc, bw, bw_note):
                     ax.add_patch(Rectangle((j - 0.47, i - 0.47), 0.94, 0.94, fill=False, edgecolor="#1f3fbf", linewidth=3))
     ax.set_xticks(range(len(versions)), versions, fontsize=10)
     ax.xaxis.tick_top()
+    if slanted:
+        plt.setp(ax.get_xticklabels(), rotation=30, ha="left", rotation_mode="anchor")
     ax.set_yticks(range(len(cases)), [doc.labels[c] for c in cases], fontsize=9.5)
     ax.set_xticks(np.arange(-0.5, len(versions)), minor=True)
     ax.set_yticks(np.arange(-0.5, len(cases)), minor=True)

@@ -7,7 +7,7 @@ Reads every passing v16 result of the given knnbench results files whose path ca
 ("active per wave (wave:queries): 1:m 2:... "; v16 keeps every wave up to 120, then waves about 5 %
 apart and the last) and draws the active queries against the wave, both axes logarithmic, the box
 test solid and the median test dashed, with the mean leaves visited per query in the legend. Waves
-are only comparable when every wave is sorted (KNN_V16_FINAL=0): a result run with the final steps
+are only comparable when every wave is sorted (v16.final=off): a result run with the final steps
 is drawn all the same, and its legend says so. A result that did not pass is left out. Exit codes as
 scripts/plots/plot.py: 0 written, 2 a usage error or nothing to draw, 3 matplotlib is missing.
 """

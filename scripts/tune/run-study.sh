@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# One study on a GPU machine: a version's knob settings (KNN_V15_*, KNN_V16_* ...) against each other, in
-# alternating processes, on the study's cases. A study is data: configs/studies/STUDY.json holds its cases,
-# configs/studies/STUDY.txt its table of settings (the format below).
+# One study on a GPU machine: a version's parameter settings (v15.tc=off, v16.test=median ...; `knnbench
+# params` lists them) against each other, in alternating processes, on the study's cases. A study is
+# data: configs/studies/STUDY.json holds its cases, configs/studies/STUDY.txt its table of settings (the
+# format below).
 #
 #   scripts/tune/run-study.sh STUDY [-- knnbench args]      one study -> $OUT/STUDY/LABEL[-ROUND].{json,md,log}
 #   scripts/tune/run-study.sh --list                         the studies, a line each
 #   scripts/tune/run-study.sh --check [STUDY...]             runs nothing: every table (or those named) parsed,
-#                          and each process's arguments put to `knnbench --list` (cases, groups, versions, flags;
-#                          a build without CUDA leaves --version out: it registers no GPU version)
+#                          each setting checked against `knnbench params` (its name and values), and each
+#                          process's arguments put to `knnbench --list` (cases, groups, versions, flags; a
+#                          build without CUDA leaves --version out, and the settings of the versions it
+#                          does not register: it registers no GPU version)
 #
 # $OUT (default results/local/studies); knnbench from $BUILD_DIR (default build-gpu), built there by
 # `scripts/gpu/gpu-check.sh build` when absent. STUDY_ROUNDS overrides a table's rounds, STUDY_TESTS=0
@@ -22,13 +25,16 @@
 #   args ARGS...          knnbench arguments of every process
 #   bin testbin           the test binary (test-only versions t1-t20) instead of knnbench
 #   limit SECONDS         each process's time limit (default 600)
-#   run LABEL [VAR=value ...] [-- ARGS...]    one process a round -> LABEL-ROUND.* (LABEL.* for one round)
-#   once LABEL [VAR=value ...] [-- ARGS...]   one process -> LABEL.*
-#   ncu LABEL [VAR=value ...] -- NCU_OPTIONS... -- ARGS...   Nsight Compute over one call (when ncu is
-#                         installed)                                               -> ncu-LABEL.txt
+#   run LABEL [VERSION.NAME=VALUE ...] [-- ARGS...]    one process a round -> LABEL-ROUND.* (LABEL.* for one round)
+#   once LABEL [VERSION.NAME=VALUE ...] [-- ARGS...]   one process -> LABEL.*
+#   ncu LABEL [VERSION.NAME=VALUE ...] -- NCU_OPTIONS... -- ARGS...   Nsight Compute over one call (when
+#                         ncu is installed)                                        -> ncu-LABEL.txt
 #   plot SCRIPT OUTPUT LABEL... [-- ARGS...]  scripts/plots/SCRIPT over LABEL.json (of once lines, or run
 #                         lines of one round)                                      -> OUTPUT
-# Every knnbench process gets --config configs/studies/STUDY.json, then `args`, then its line's ARGS.
+# A line's settings are parameters: `run x v15.tc=off v15.int8=on -- ARGS` gives that process
+# `--param v15.tc=off --param v15.int8=on` (VALUE,VALUE... sweeps inside the process). An old variable
+# (KNN_V15_TC=off) is a table error naming the parameter that replaced it.
+# Every knnbench process gets --config configs/studies/STUDY.json, then `args`, its settings, its line's ARGS.
 set -uo pipefail
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/../.."
@@ -52,7 +58,7 @@ if [ $check = 1 ]; then
   [ $# -gt 0 ] || set -- $(for t in "$dir"/*.txt; do basename "$t" .txt; done)
   rc=0
   for s in "$@"; do "$self" --check-one "$s" || rc=1; done
-  [ $rc = 0 ] && echo "run-study.sh: $# studies checked: every process's arguments taken$("$BUILD_DIR/knnbench" --build-info 2>/dev/null | grep -q "no CUDA" && echo " (but --version: a build without CUDA registers no GPU version)")"
+  [ $rc = 0 ] && echo "run-study.sh: $# studies checked: every process's arguments taken$("$BUILD_DIR/knnbench" --build-info 2>/dev/null | grep -q "no CUDA" && echo " (but not --version, nor the settings of versions it lacks: a build without CUDA registers no GPU version)")"
   exit $rc
 fi
 study=$1
@@ -72,6 +78,19 @@ rounds=1 limit=600 tests='' common=() binary=knnbench
 steps=()  # "KIND LINE" (the table's line number, to read its words again)
 n=0
 bad() { echo "run-study.sh: $table:$n: $*" >&2; exit 2; }
+# is_setting WORD: false, with the reason in `why`, when WORD is no setting VERSION.NAME=VALUE[,VALUE...].
+is_setting() {
+  local x=$1 name
+  [[ $x =~ ^[a-z][a-z0-9-]*\.[a-z][a-z0-9_]*=[^=,]+(,[^=,]+)*$ ]] && return 0
+  if [[ $x =~ ^KNN_(V[0-9]+|TORCH)_([A-Z0-9_]+)= ]]; then
+    name=${BASH_REMATCH[1],,}.${BASH_REMATCH[2],,}
+    [ "${BASH_REMATCH[1]}" = TORCH ] && name=p-torch.${BASH_REMATCH[2],,}
+    why="'$x': the variables are parameters now: $name=VALUE (0|1 switches are off|on; knnbench params ${name%%.*} lists its values)"
+  else
+    why="'$x': a setting is a parameter VERSION.NAME=VALUE (knnbench params); knnbench's arguments follow --"
+  fi
+  return 1
+}
 while IFS= read -r line || [ -n "$line" ]; do
   n=$((n + 1))
   line=${line%%#*}
@@ -88,7 +107,7 @@ while IFS= read -r line || [ -n "$line" ]; do
       if [ "${w[0]}" != plot ]; then
         for x in "${w[@]:2}"; do
           [ "$x" = -- ] && break
-          [[ $x =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || bad "'$x': a setting is VAR=value; knnbench's arguments follow --"
+          is_setting "$x" || bad "$why"
         done
       fi
       steps+=("${w[0]} $n") ;;
@@ -100,10 +119,11 @@ limit=${STUDY_LIMIT:-$limit}
 
 # words N: the words of the table's line N (its kind and label dropped) into `w`.
 words() { read -ra w <<<"$(sed -n "${1}{s/#.*//;p}" "$table")"; w=("${w[@]:2}"); }
-# split: `w` -> the VAR=value words before -- into `envs`, the words after it into `rest`.
+# split: `w` -> the settings before -- into `sets` (and as --param arguments into `params`), the words
+# after it into `rest`.
 split() {
-  envs=() rest=()
-  while [ ${#w[@]} -gt 0 ] && [ "${w[0]}" != -- ]; do envs+=("${w[0]}"); w=("${w[@]:1}"); done
+  sets=() params=() rest=()
+  while [ ${#w[@]} -gt 0 ] && [ "${w[0]}" != -- ]; do sets+=("${w[0]}"); params+=(--param "${w[0]}"); w=("${w[@]:1}"); done
   [ ${#w[@]} -gt 0 ] && rest=("${w[@]:1}")
 }
 # ncu_split: `rest` (NCU_OPTIONS -- ARGS) -> `opts` and `rest`.
@@ -119,6 +139,7 @@ if [ $check = 2 ]; then
   # A build without CUDA registers no GPU version: there the versions go unchecked.
   cuda=1
   "$bin" --build-info | grep -q "no CUDA" && cuda=0
+  source scripts/tune/param-check.sh  # refused SETTING
   status=0 labels=" "
   for step in "${steps[@]}"; do
     read -r kind n <<<"$step"
@@ -126,14 +147,23 @@ if [ $check = 2 ]; then
     words "$n"; split
     if [ "$kind" = plot ]; then
       [ -f "scripts/plots/$label" ] || { echo "run-study.sh: $table:$n: no scripts/plots/$label" >&2; status=1; }
-      for l in "${envs[@]:1}"; do
+      for l in "${sets[@]:1}"; do
         [[ $labels == *" $l "* ]] || { echo "run-study.sh: $table:$n: '$l' is no earlier run's label" >&2; status=1; }
       done
       continue
     fi
     [ "$kind" = ncu ] && ncu_split
     labels+="$label "
-    all=("${common[@]}" "${rest[@]}")
+    taken=()  # the settings of versions the build registers, put to --list with the rest
+    for x in "${sets[@]}"; do
+      if ! refused "$x"; then
+        taken+=(--param "$x")
+      elif [ $unknown = 0 ] || [ $cuda = 1 ]; then
+        echo "run-study.sh: $table:$n: $why" >&2
+        status=1
+      fi
+    done
+    all=("${common[@]}" "${taken[@]}" "${rest[@]}")
     if [ $cuda = 0 ]; then  # --version and its value left out
       skip=0 kept=()
       for a in "${all[@]}"; do
@@ -163,8 +193,8 @@ measure() {
   local stem=$1 label rc
   label=$(basename "$stem")
   words "$2"; split
-  log "$label: ${envs[*]:+${envs[*]} }${common[*]} ${rest[*]}"
-  env "${envs[@]}" timeout "$limit" "$bin" --config "$config" "${common[@]}" "${rest[@]}" --json "$stem.json" --md "$stem.md" \
+  log "$label: ${sets[*]:+${sets[*]} }${common[*]} ${rest[*]}"
+  timeout "$limit" "$bin" --config "$config" "${common[@]}" "${params[@]}" "${rest[@]}" --json "$stem.json" --md "$stem.md" \
     "${extra[@]}" >"$stem.log" 2>&1
   rc=$?
   log "$label: exit $rc$([ $rc = 124 ] && echo " (past $limit s)")"
@@ -202,15 +232,15 @@ while [ $i -lt ${#steps[@]} ]; do
         log "ncu-$label: ncu not installed, not run"
       else
         words "$line"; split; ncu_split
-        log "ncu-$label: ${envs[*]} ncu ${opts[*]} knnbench ${rest[*]}"
-        env "${envs[@]}" timeout "$limit" ncu "${opts[@]}" "$bin" --config "$config" "${common[@]}" "${rest[@]}" --warmup 0 \
+        log "ncu-$label: ncu ${opts[*]} knnbench ${params[*]} ${rest[*]}"
+        timeout "$limit" ncu "${opts[@]}" "$bin" --config "$config" "${common[@]}" "${params[@]}" "${rest[@]}" --warmup 0 \
           --min-samples 1 --max-samples 1 --min-time 0 --max-noise 0 --no-validate --quiet >"$OUT/ncu-$label.txt" 2>&1 ||
           { log "ncu-$label: exit $?"; status=1; }
       fi ;;
     plot)
       words "$line"; split  # SCRIPT OUTPUT LABEL...: "label" was the script
-      script=$label output=${envs[0]:-} files=()
-      for l in "${envs[@]:1}"; do files+=("$OUT/$l.json"); done
+      script=$label output=${sets[0]:-} files=()
+      for l in "${sets[@]:1}"; do files+=("$OUT/$l.json"); done
       log "plot: scripts/plots/$script -> $output"
       python3 "scripts/plots/$script" "${files[@]}" -o "$OUT/$output" "${rest[@]}" >"$OUT/plot-$output.log" 2>&1
       case $? in 0) ;; 3) log "plot: matplotlib missing (scripts/setup/install-deps.sh)" ;; *) status=1; tail -n 3 "$OUT/plot-$output.log" ;; esac ;;

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "core/params.hpp"
+
 namespace knn {
 
 // What the harness knows about one CUDA device; everything read from the device, never assumed.
@@ -38,6 +40,9 @@ struct Environment {
   // (which picks its GPU). One process without mpirun is rank 0 of 1. A version that shards the
   // references (VersionDesc::shards_references) talks to the other ranks itself, over MPI.
   int rank = 0, ranks = 1, local_rank = 0;
+  // The values of the running version's declared parameters for this call (VersionDesc::params):
+  // the harness gives each variant of a sweep its own copy.
+  ParamValues params;
 };
 
 // The GPU a rank uses when it runs one: the ranks of a host take its selected GPUs in turn

@@ -2,6 +2,7 @@
 // The version registry. Each file in kernels/ ends with one KNN_REGISTER_VERSION(...)
 // statement; the harness iterates the registry and never names a version.
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,9 @@ struct RunContext {
   std::string path;
   // Devices this call actually used (ordinals). GPU versions fill it.
   std::vector<int> devices_used;
+  // For each `auto` parameter, the choice its rule made on this problem ("int8" -> "on"): recorded
+  // in the result beside the parameters' values.
+  std::map<std::string, std::string> chosen;
 };
 
 // One instance per timed call: build() constructs the index (trees only), query() answers.
@@ -63,6 +67,9 @@ struct VersionDesc {
   // can still allocate, RLIMIT_AS included, and skips with "needs X GiB ..., Y GiB available".
   std::function<std::size_t(const Problem&, const Environment&)> host_bytes;
   std::function<std::unique_ptr<VersionInstance>()> make;
+  // The variants the version takes (`--param ID.NAME=VALUE`): every one it reads from
+  // Environment::params, declared here with its kind, default and help.
+  std::vector<ParamDecl> params;
 };
 
 // Adapts a plain query function (brute-force versions have no build step).

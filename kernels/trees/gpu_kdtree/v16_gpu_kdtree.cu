@@ -11,14 +11,13 @@
 // next leaf. Finished queries drop out; heaps wait in the answer rows between waves. The final steps
 // (seed 004's last two): finished queries sort to the end with the active ones instead of a
 // separate partition, and once fewer active queries than leaves remain, one kernel runs each of them
-// to the end. Knobs: KNN_V16_LEAF (minimum leaf size, default 256), KNN_V16_TEST=box|median,
-// KNN_V16_SORT=0|1, KNN_V16_FINAL=0|1, KNN_V16_TAIL (the last kernel takes over below TAIL x leaves
-// active queries; default 16, measured on an H100; 1 is the thesis's rule), KNN_V16_VEC=0|1 (leaf rows
-// read one float at a time, or as float4 groups: default 1), KNN_V16_NEAREST=0|1 (topk = 1 without a
-// self-join: the pair in registers, kdtree_gpu_waves.cuh; default 1), KNN_V16_LANES (its lanes per
-// query: 1, 2, 4, 8, or 0: by the wave's size, the default), KNN_V16_STAGE_KIB
-// (shared memory for staged leaves, 0-160, default 0: on an H100 the sorted warps read a shared leaf
-// through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's,
+// to the end. Parameters (v16_params.hpp): leaf (minimum leaf size, default 256), test=box|median,
+// sort=on|off, final=on|off, tail (the last kernel takes over below tail x leaves active queries;
+// default 16, measured on an H100; 1 is the thesis's rule), vec=on|off (leaf rows read as float4
+// groups, or one float at a time: default on), nearest=on|off (topk = 1 without a self-join: the
+// pair in registers, kdtree_gpu_waves.cuh; default on), lanes (its lanes per query: 1, 2, 4, 8, or
+// auto: by the wave's size, the default), stage_kib (shared memory for staged leaves, 0-160, default
+// 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's,
 // ties included.
 #include <cuda_runtime.h>
 
@@ -37,11 +36,11 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
-#include "kernels/device/env_knob.hpp"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_waves.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/device/topk_supports.hpp"
+#include "kernels/trees/gpu_kdtree/v16_params.hpp"
 
 namespace {
 
@@ -62,35 +61,21 @@ struct Options {
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
   bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
-  std::string source;  // which knobs came from the environment
+  std::string source;  // the parameters the user set, " name=value" each
 };
 
-int knob(const char* name, int fallback, int lo, int hi, std::string& source) {
-  const std::optional<int> v = knn::env::int_knob(name, lo, hi, "v16");
-  if (!v) return fallback;
-  source += fmt::format(" {}={}", name, *v);
-  return *v;
-}
-
-Options options_from_environment() {
+Options options_from(const knn::ParamValues& v) {
   Options o;
-  o.min_leaf = knob("KNN_V16_LEAF", 256, 1, 8192, o.source);
-  o.stage_kib = knob("KNN_V16_STAGE_KIB", 0, 0, 160, o.source);
-  o.sort = knob("KNN_V16_SORT", 1, 0, 1, o.source) != 0;
-  o.final_steps = knob("KNN_V16_FINAL", 1, 0, 1, o.source) != 0;
-  o.tail = knob("KNN_V16_TAIL", 16, 1, 1024, o.source);
-  o.vec = knob("KNN_V16_VEC", 1, 0, 1, o.source);
-  o.nearest = knob("KNN_V16_NEAREST", 1, 0, 1, o.source) != 0;
-  o.lanes = knob("KNN_V16_LANES", 0, 0, 8, o.source);
-  if (o.lanes & (o.lanes - 1))
-    throw std::invalid_argument(fmt::format("v16: KNN_V16_LANES = '{}': must be 0 (by the wave's size), 1, 2, 4 or 8", o.lanes));
-  if (const char* t = std::getenv("KNN_V16_TEST"); t != nullptr && *t != '\0') {
-    const std::string text(t);
-    if (text != "box" && text != "median")
-      throw std::invalid_argument(fmt::format("v16: KNN_V16_TEST = '{}': must be box or median", text));
-    o.box = text == "box";
-    o.source += " KNN_V16_TEST=" + text;
-  }
+  o.min_leaf = int(v.integer("leaf"));
+  o.stage_kib = int(v.integer("stage_kib"));
+  o.sort = v.on("sort");
+  o.final_steps = v.on("final");
+  o.tail = int(v.integer("tail"));
+  o.vec = v.on("vec") ? 1 : 0;
+  o.nearest = v.on("nearest");
+  o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
+  o.box = v.text("test") == "box";
+  for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
   return o;
 }
 
@@ -150,16 +135,11 @@ int lanes_for(const Options& o, long long count, long long resident) {
   return lanes;
 }
 
-std::optional<std::string> limits(const knn::Problem& p, std::size_t optin) {
+std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues& params, std::size_t optin) {
   if (p.topk > kMaxTopk) return fmt::format("topk {} over v16's limit of {} (heaps of {} threads in shared memory)", p.topk, kMaxTopk, kBlock);
   if (p.dim > kMaxDim) return fmt::format("k = {} over v16's limit of {}", p.dim, kMaxDim);
   if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: a kd-tree needs at least one point", p.m, p.n);
-  Options o;
-  try {
-    o = options_from_environment();
-  } catch (const std::invalid_argument& e) {
-    return std::string(e.what());
-  }
+  const Options o = options_from(params);
   const kd::LeafPlan plan = kd::plan_leaves(p.n, o.min_leaf);
   const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim);
   if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
@@ -168,8 +148,9 @@ std::optional<std::string> limits(const knn::Problem& p, std::size_t optin) {
 
 void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
   if (ctx.env.devices.empty()) throw std::runtime_error("v16: no CUDA device selected");
-  if (auto reason = limits(p, ctx.env.devices[0].shared_per_block_optin)) throw std::invalid_argument("v16: " + *reason);
-  const Options o = options_from_environment();
+  if (auto reason = limits(p, ctx.env.params, ctx.env.devices[0].shared_per_block_optin))
+    throw std::invalid_argument("v16: " + *reason);
+  const Options o = options_from(ctx.env.params);
   const kd::LeafPlan plan = kd::plan_leaves(p.n, o.min_leaf);
   const int device = ctx.env.devices[0].ordinal;
   ctx.devices_used = {device};
@@ -274,6 +255,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     trace += fmt::format("{}{}:{}", trace.empty() ? "" : " ", w + 1, active[w]);
     shown = w;
   }
+  if (nearest && o.lanes == 0) ctx.chosen["lanes"] = lanes_trace;  // auto: per wave, by its size (the first 48 waves)
   ctx.path = fmt::format(
       "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
       "leaves per query {:.2f}; {}; active per wave (wave:queries): {}",
@@ -288,13 +270,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       trace);
 }
 
-std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment&) {
+std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env) {
   if (p.n < 1 || p.m < 1 || p.dim < 1) return 0;
-  Options o;
-  try {
-    o = options_from_environment();
-  } catch (const std::exception&) {
-  }
+  const Options o = options_from(env.params);
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
          std::size_t(p.m) * 3 * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, o.min_leaf), p.dim);
@@ -309,10 +287,11 @@ knn::VersionDesc describe() {
   d.self_join = true;
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (auto reason = knn::gpu::topk_supports(p, env)) return reason;
-    return limits(p, env.devices[0].shared_per_block_optin);
+    return limits(p, env.params, env.devices[0].shared_per_block_optin);
   };
   d.device_bytes = v16_device_bytes;
   d.make = knn::query_only(v16_query);
+  d.params = knn::gpu::v16_params();
   return d;
 }
 

@@ -1,6 +1,6 @@
 // v17: seed 003's kNN join with R-trees, on the GPU. Both point sets are packed into R-trees by
 // Sort-Tile-Recursive on the device (kernels/trees/rtree/str_pack.cu: one CUB radix sort per pass, no
-// host round trip per level; fan-out 32, or KNN_V17_FANOUT in [16, 64]). The join gives one block
+// host round trip per level; fan-out 32, or v17.fanout in [16, 64]). The join gives one block
 // to each query leaf (one thread per query): the block walks the reference tree depth first with
 // an explicit stack in shared memory (capacity from the tree's height, overflow checked and
 // reported as an error), prunes a node when the MINDIST between its box and the query leaf's box
@@ -12,25 +12,26 @@
 // and skips each query's own row.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
-#include "kernels/device/env_knob.hpp"
 #include "kernels/device/exact_distance.cuh"
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/device/topk_supports.hpp"
 #include "kernels/device/warp_reduce.cuh"
 #include "kernels/trees/rtree/str_pack_gpu.hpp"
+#include "kernels/trees/rtree/v17_params.hpp"
 
 namespace {
 
@@ -38,8 +39,6 @@ namespace cuda = knn::cuda;
 namespace str = knn::str;
 namespace exact = knn::gpu::exact;
 
-constexpr int kDefaultFanout = 32;
-constexpr const char* kFanoutVariable = "KNN_V17_FANOUT";
 constexpr int kMaxBlock = 64;  // threads per block: the fan-out rounded up to warps
 constexpr int kMaxGrid = 1 << 20;
 constexpr std::size_t kStaticShared = 64;  // the kernel's static shared words (top, warp maxima), rounded up
@@ -251,10 +250,11 @@ void dispatch(const JoinArgs& a, cudaStream_t stream) {
   }
 }
 
-// The fan-out: KNN_V17_FANOUT when set (an integer in [16, 64]), else 32.
-int fanout_from_environment() {
-  return knn::env::int_knob(kFanoutVariable, str::kMinFanout, str::kMaxFanout, "v17", " (the R-tree fan-out)")
-      .value_or(kDefaultFanout);
+// The fan-out: the parameter fanout (an integer in [16, 64], default 32).
+int fanout_of(const knn::ParamValues& params) { return int(params.integer("fanout")); }
+bool set_by_user(const knn::ParamValues& params) {
+  const std::vector<std::string>& set = params.set_names();
+  return std::find(set.begin(), set.end(), "fanout") != set.end();
 }
 
 std::optional<std::string> topk_over_limit(const knn::Problem& p, int fanout, std::size_t limit) {
@@ -270,7 +270,7 @@ void v17_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (ctx.env.devices.empty()) throw std::runtime_error("v17: no CUDA device selected");
   if (p.self_join && p.m != p.n)
     throw std::invalid_argument(fmt::format("v17: a self-join needs m == n (m = {}, n = {})", p.m, p.n));
-  const int fanout = fanout_from_environment();
+  const int fanout = fanout_of(ctx.env.params);
   const int device = ctx.env.devices[0].ordinal;
   ctx.devices_used = {device};
   cuda::DeviceScope scope(device);
@@ -319,19 +319,15 @@ void v17_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   timer.report(ctx.timing);
   ctx.path = fmt::format("{}, fan-out {} ({}), P tree {} levels / {} leaves, {}, stack of {}, heaps of {} in shared memory",
                          compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"),
-                         fanout, std::getenv(kFanoutVariable) ? kFanoutVariable : "default", ptree.shape.levels(),
+                         fanout, set_by_user(ctx.env.params) ? "set by fanout" : "default", ptree.shape.levels(),
                          ptree.shape.leaves(),
                          p.self_join ? std::string("self-join: one tree, own row skipped")
                                      : fmt::format("Q tree {} leaves", qtree.shape.leaves()),
                          a.stack_capacity, p.topk);
 }
 
-std::size_t v17_device_bytes(const knn::Problem& p, const knn::Environment&) {
-  int fanout = kDefaultFanout;
-  try {
-    fanout = fanout_from_environment();
-  } catch (const std::exception&) {
-  }
+std::size_t v17_device_bytes(const knn::Problem& p, const knn::Environment& env) {
+  const int fanout = fanout_of(env.params);
   if (p.n < 1 || p.m < 1 || p.dim < 1) return 0;
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
@@ -348,16 +344,11 @@ knn::VersionDesc describe() {
   d.supports = [](const knn::Problem& p, const knn::Environment& env) -> std::optional<std::string> {
     if (auto reason = knn::gpu::topk_supports(p, env)) return reason;
     if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: an R-tree needs at least one point", p.m, p.n);
-    int fanout = 0;
-    try {
-      fanout = fanout_from_environment();
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return topk_over_limit(p, fanout, env.devices[0].shared_per_block_optin);
+    return topk_over_limit(p, fanout_of(env.params), env.devices[0].shared_per_block_optin);
   };
   d.device_bytes = v17_device_bytes;
   d.make = knn::query_only(v17_query);
+  d.params = knn::gpu::v17_params();
   return d;
 }
 

@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kScanBlock, Q == 8 ? (DIM <= 3 ? 3 : 2) : (DIM
   count_candidates(a, candidates);
 }
 
-// The same filter with the rows staged in shared memory (KNN_V15_FP32_STAGE; auto from
+// The same filter with the rows staged in shared memory (v15.fp32_stage; auto from
 // kFp32StageMinSlots query slots, tc_filter.hpp): a
 // tile of kScanBlock rows, one per thread, is read from global memory (the next tile's row while
 // the current tile is scored), centred, and written with its norm as kStageStride floats; every

@@ -10,18 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "core/params.hpp"
 #include "core/problem.hpp"
-#include "kernels/device/env_knob.hpp"
 
 namespace knn::gpu {
 
 struct CollectPlan;  // kernels/bruteforce/detail/seed/seed_collect.hpp
 
-// KNN_V15_TC: "auto" (the default: topk = 1 with 8 ≤ k ≤ 32, m ≥ 64, n ≥ 2^18; topk 2..32 with
+// v15.tc: "auto" (the default: topk = 1 with 8 ≤ k ≤ 32, m ≥ 64, n ≥ 2^18; topk 2..32 with
 // 3 ≤ k ≤ 32, m ≥ 1024, n ≥ 2^18), "off" (the fused scan), "on" (wherever the filter applies,
 // whatever the shape: topk up to kFilterMaxTopk).
-using TcMode = knn::env::Mode;
-inline TcMode tc_mode_from_environment() { return knn::env::mode_knob("KNN_V15_TC"); }
+using TcMode = knn::Mode;
 
 // A warp holds 4 tiles of 16 queries (the m16n8k8 TF32 shape) and scores 8 rows per step; a block
 // is 4 warps with 64 queries each, which score the same 256 rows at a time, staged in shared memory.
@@ -70,11 +69,11 @@ struct TcPlan {
 // and the rounding of lo cost 7.3·2^-22·W, the sums 3.02·(3·8·slices + 1)·2^-20·W.
 double tc_score_error_bound(int dim, double half_span, bool split = false);
 // Whether the filter splits the values of a k-dimensional problem: below 8 dimensions, which the
-// automatic rule takes for topk 2..32 and KNN_V15_TC=on for topk 1 (the band shrinks about 25-fold;
+// automatic rule takes for topk 2..32 and tc=on for topk 1 (the band shrinks about 25-fold;
 // on clustered 3-D points 5365 candidates per query became 175, but on uniform ones the three
 // products cost more than the candidates saved at topk 1).
-// KNN_V15_TC_SPLIT=on|off overrides it at any k ≤ 8 (for measuring; split values need k ≤ 8).
-bool tc_split(int dim);
+// `split` (v15.tc_split) on|off overrides it at any k ≤ 8 (for measuring; split values need k ≤ 8).
+bool tc_split(int dim, Mode split = Mode::automatic);
 
 // The tensor-core filter keeps each query's topk best keys (tc::offer in tc_filter.cuh), up to
 // this many: every key that enters a list costs up to topk atomics. The fp32 filter keeps topk 1.
@@ -90,23 +89,23 @@ inline constexpr int kTcListMinRows = 1 << 18;
 
 // The plan for problem p on a device of compute capability cc_major (TF32 needs 8) that holds
 // `resident_blocks` filter blocks at once. `single_chunk` and `ramp` as in plan_scan (v15 keeps
-// the filter's chunks equal: with the ramp it measured 2-7 % slower on an H100, docs/v15.md).
+// the filter's chunks equal: with the ramp it measured 2-7 % slower on an H100, docs/v15.md); `split`
+// as in tc_split.
 TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk,
-               bool ramp = false);
+               bool ramp = false, Mode split = Mode::automatic);
 
 // The fp32 filter on CUDA cores (kernels/bruteforce/detail/filters/fp32_filter.cuh), for k below the
 // tensor-core filter's range, where a TF32 score's band is too wide and the mma's overhead too large. The
 // same score and the same proof as above, with every operation in fp32 in the fused scan's register
 // layout: per pair k fused multiply-adds and one comparison, against the scan's 2k operations and
 // its selection; each row's centring and norm are shared by the kFp32Queries queries of a thread.
-// KNN_V15_FP32_FILTER: "auto" (topk 1, 2 <= k < 8, m >= 32, n >= 2^20), "off",
+// v15.fp32_filter: "auto" (topk 1, 2 <= k < 8, m >= 32, n >= 2^20), "off",
 // "on" (wherever it applies).
-using Fp32Mode = knn::env::Mode;
-inline Fp32Mode fp32_mode_from_environment() { return knn::env::mode_knob("KNN_V15_FP32_FILTER"); }
+using Fp32Mode = knn::Mode;
 inline constexpr int kFp32MaxDim = kTcMinDim - 1;
-// Queries per thread: 8, or 4 with KNN_V15_FP32_QUERIES=4.
+// Queries per thread: 8, or 4 with v15.fp32_queries=4.
 inline constexpr int kFp32Queries = 8;
-// Where a thread reads its rows (KNN_V15_FP32_STAGE=auto|off|on): from a tile staged in shared
+// Where a thread reads its rows (v15.fp32_stage=auto|off|on): from a tile staged in shared
 // memory with their centring and norms (f32::staged_kernel), or from global memory, centring each
 // row itself (f32::filter_kernel). A tile's centring is shared by the block's query threads: auto
 // stages from kFp32StageMinSlots query slots (⌈m / queries per thread⌉; 32 query threads a block,
@@ -135,16 +134,18 @@ struct Fp32Plan {
 // (4k + 6)·u·W to first order; widened by 2 % for the higher-order terms, plus 2^-100 for
 // underflow.
 double fp32_score_error_bound(int dim, double half_span);
-Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode);
+// `queries` per thread (4 or 8) and `stage` (v15.fp32_queries, v15.fp32_stage) where it is chosen.
+Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode, int queries = kFp32Queries, Mode stage = Mode::automatic);
 // The same scores for v15's candidate buffers (kernels/bruteforce/detail/seed/seed_collect.hpp), any topk up
-// to 32: `chosen` where the values are known and finite and KNN_V15_COLLECT_SCORES is not off.
-Fp32Plan plan_collect_scores(const Problem& p);
+// to 32: `chosen` where the values are known and finite and `scores` (v15.collect_scores) is not off.
+Fp32Plan plan_collect_scores(const Problem& p, Mode scores = Mode::automatic);
 // The buffers' scoring on `c` (chosen by plan_collect): fp32 scores where plan_collect_scores is
-// chosen, else exact distances; with KNN_V15_COLLECT_TC=on the tensor cores' plan instead, with
-// auto (collect_tc_auto's shapes) the CUDA cores' plan with the tensor cores as the alternative the
+// chosen (`scores`), else exact distances; with `tc` (v15.collect_tc) on the tensor cores' plan instead,
+// with auto (collect_tc_auto's shapes) the CUDA cores' plan with the tensor cores as the alternative the
 // gate decides (c.tc_band); only on compute capability 8 and later. TF32 products, split into
-// hi + lo with KNN_V15_TC_SPLIT=on.
-void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major);
+// hi + lo with `split` (v15.tc_split) on.
+void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major, Mode scores = Mode::automatic,
+                          Mode tc = Mode::automatic, Mode split = Mode::automatic);
 
 // How the filters' keys become the answer, for v15's path.
 inline std::string filter_lists_text(int topk) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 #include "kernels/bruteforce/detail/seed/seed_collect.hpp"
@@ -26,10 +25,10 @@ double fp32_score_error_bound(int dim, double half_span) {
   return 1.02 * (4.0 * dim + 6.0) * std::ldexp(1.0, -24) * w + std::ldexp(1.0, -100);
 }
 
-bool tc_split(int dim) {
-  switch (knn::env::mode_knob("KNN_V15_TC_SPLIT")) {
-    case knn::env::Mode::on: return dim <= kTcSliceDims;
-    case knn::env::Mode::off: return false;
+bool tc_split(int dim, Mode split) {
+  switch (split) {
+    case Mode::on: return dim <= kTcSliceDims;
+    case Mode::off: return false;
     default: return dim < kTcSliceDims;
   }
 }
@@ -43,14 +42,14 @@ float round_up(double x) {
   return f;
 }
 
-// The checks both filters share (the knob not off, topk within the filter's limit, k within the kernel's limit, every value finite, scores far
+// The checks both filters share (the parameter `name` not off, topk within the filter's limit, k within the kernel's limit, every value finite, scores far
 // from overflow) and the centre c and half span H of the values: an empty string when they pass,
 // otherwise the reason. H is widened by 2^-20 before use, so rounding c to float never leaves a
 // value outside [c - H, c + H].
-std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob, int max_dim, int max_topk,
+std::string filter_range(const Problem& p, Mode mode, const char* name, int max_dim, int max_topk,
                          double& center, double& half) {
   const ValueTraits& v = p.values;
-  if (mode == knn::env::Mode::off) return fmt::format("{}=off", knob);
+  if (mode == Mode::off) return fmt::format("{}=off", name);
   if (p.topk > max_topk)
     return max_topk == 1 ? fmt::format("topk {}: the filter keeps one neighbour", p.topk)
                          : fmt::format("topk {} > {}: the filter's lists hold at most {}", p.topk, max_topk, max_topk);
@@ -67,17 +66,18 @@ std::string filter_range(const Problem& p, knn::env::Mode mode, const char* knob
 
 }  // namespace
 
-TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk, bool ramp) {
+TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_blocks, bool single_chunk, bool ramp,
+               Mode split) {
   TcPlan plan;
   double center = 0, half = 0;
-  plan.why = filter_range(p, mode, "KNN_V15_TC", kTcMaxDim, kFilterMaxTopk, center, half);
+  plan.why = filter_range(p, mode, "tc", kTcMaxDim, kFilterMaxTopk, center, half);
   if (!plan.why.empty()) return plan;
   if (cc_major < 8) {
     plan.why = fmt::format("compute capability {}.x has no TF32 tensor cores", cc_major);
     return plan;
   }
   plan.center = float(center);
-  plan.split = tc_split(p.dim);
+  plan.split = tc_split(p.dim, split);
   plan.half_span = round_up(half);
   plan.band = round_up(tc_score_error_bound(p.dim, half, plan.split));
   plan.slices = (p.dim + kTcSliceDims - 1) / kTcSliceDims;
@@ -99,10 +99,10 @@ TcPlan plan_tc(const Problem& p, TcMode mode, int cc_major, long long resident_b
   return plan;
 }
 
-Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
+Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode, int queries, Mode stage) {
   Fp32Plan plan;
   double center = 0, half = 0;
-  plan.why = filter_range(p, mode, "KNN_V15_FP32_FILTER", kFp32MaxDim, 1, center, half);
+  plan.why = filter_range(p, mode, "fp32_filter", kFp32MaxDim, 1, center, half);
   if (!plan.why.empty()) return plan;
   plan.center = float(center);
   plan.half_span = round_up(half);
@@ -112,21 +112,17 @@ Fp32Plan plan_fp32(const Problem& p, Fp32Mode mode) {
                            kFp32MinDim, kFp32MinQueries, kFp32MinRows);
     return plan;
   }
-  plan.queries_per_thread = knn::env::int_knob("KNN_V15_FP32_QUERIES", 4, 8, "v15", " (4 or 8)").value_or(kFp32Queries);
-  if (plan.queries_per_thread != 4 && plan.queries_per_thread != 8)
-    throw std::invalid_argument(fmt::format("v15: KNN_V15_FP32_QUERIES = '{}': must be 4 or 8", plan.queries_per_thread));
-  const knn::env::Mode stage = knn::env::mode_knob("KNN_V15_FP32_STAGE");
+  plan.queries_per_thread = queries;
   const long long slots = (p.m + plan.queries_per_thread - 1) / plan.queries_per_thread;
-  plan.stage = stage == knn::env::Mode::on || (stage == knn::env::Mode::automatic && slots >= kFp32StageMinSlots);
+  plan.stage = stage == Mode::on || (stage == Mode::automatic && slots >= kFp32StageMinSlots);
   plan.chosen = true;
   return plan;
 }
 
-Fp32Plan plan_collect_scores(const Problem& p) {
+Fp32Plan plan_collect_scores(const Problem& p, Mode scores) {
   Fp32Plan plan;
   double center = 0, half = 0;
-  plan.why = filter_range(p, knn::env::mode_knob("KNN_V15_COLLECT_SCORES"), "KNN_V15_COLLECT_SCORES", kCollectMaxDim,
-                          kSeedMaxTopk, center, half);
+  plan.why = filter_range(p, scores, "collect_scores", kCollectMaxDim, kSeedMaxTopk, center, half);
   if (!plan.why.empty()) return plan;
   plan.center = float(center);
   plan.half_span = round_up(half);
@@ -135,16 +131,15 @@ Fp32Plan plan_collect_scores(const Problem& p) {
   return plan;
 }
 
-void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major) {
-  const Fp32Plan scores = plan_collect_scores(p);
+void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc_major, Mode score_mode, Mode tc, Mode split_mode) {
+  const Fp32Plan scores = plan_collect_scores(p, score_mode);
   c.scores = scores.chosen, c.center = scores.center, c.band = scores.band;
-  const knn::env::Mode tc = collect_tc_mode_from_environment();
-  if (!scores.chosen || tc == knn::env::Mode::off || cc_major < 8) return;
-  if (tc == knn::env::Mode::automatic && !collect_tc_auto(p.m, p.dim, p.topk)) return;
+  if (!scores.chosen || tc == Mode::off || cc_major < 8) return;
+  if (tc == Mode::automatic && !collect_tc_auto(p.m, p.dim, p.topk)) return;
   // TF32 without the split by default: the split's three products took case 405 482 ms against 239.
-  const bool split = knn::env::mode_knob("KNN_V15_TC_SPLIT") == knn::env::Mode::on;
+  const bool split = split_mode == Mode::on;
   const float band = round_up(tc_score_error_bound(p.dim, scores.half_span, split));
-  if (tc == knn::env::Mode::automatic) {
+  if (tc == Mode::automatic) {
     CollectPlan t = c;
     if (plan_collect_tensor(t, p.m, p.n, p.topk, sm_count, split)) c.tc_band = band, c.tensor_split = split;
   } else if (plan_collect_tensor(c, p.m, p.n, p.topk, sm_count, split)) {

@@ -10,17 +10,15 @@
 #include <cstddef>
 #include <string>
 
+#include "core/params.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
-#include "kernels/device/env_knob.hpp"
 
 namespace knn::gpu {
 
-// KNN_V15_INT8: "auto" (the default: the path where it is exact and the shape pays), "off" (never:
+// v15.int8: "auto" (the default: the path where it is exact and the shape pays), "off" (never:
 // the fused float scan, for comparisons), "on" (wherever it is exact, whatever the shape).
-using Int8Mode = knn::env::Mode;
-// Throws std::invalid_argument naming the variable and the value when it is none of the three.
-inline Int8Mode int8_mode_from_environment() { return knn::env::mode_knob("KNN_V15_INT8"); }
+using Int8Mode = knn::Mode;
 
 // Below these the fused scan is as fast or faster (configs/studies/v15-int8.json on an H100, 1024
 // queries against 2^20 whole-number points, top-10: k = 8 scan 10.3 ms, int8 10.5; k = 16 scan

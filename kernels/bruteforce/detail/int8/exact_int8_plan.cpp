@@ -16,7 +16,7 @@ Int8Plan plan_int8(const Problem& p, Int8Mode mode) {
   Int8Plan plan;
   const ValueTraits& v = p.values;
   if (mode == Int8Mode::off) {
-    plan.why = "KNN_V15_INT8=off";
+    plan.why = "int8=off";
     return plan;
   }
   if (!v.known) {

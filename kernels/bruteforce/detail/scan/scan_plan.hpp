@@ -44,7 +44,7 @@ constexpr int kRampMinQueries = 64;
 // merged by atomicMin, while more chunks would mean more partial lists to sort for longer ones.
 constexpr std::size_t kLastChunkBytes = std::size_t(3) << 20;
 constexpr int kMaxTaperChunks = 4;
-// A thread scans at least this many row groups of its split (KNN_V15_MIN_GROUPS overrides it).
+// A thread scans at least this many row groups of its split (v15.min_groups overrides it).
 // Fewer groups mean more splits, so more partial lists to merge: topk > 1 lost with fewer
 // (docs/v15.md, "The merge for few queries"). The nearest neighbour's partial lists are one key
 // per warp and query (atomicMin), so it takes kMinGroupsNearest: cases 3-5 and one to 32 queries
@@ -175,14 +175,14 @@ inline std::vector<long long> merge_passes(int m, long long per_query, int topk,
 }
 
 // "N chunks of a, b, ... MiB (copy on one stream, search on another)" for v15's path (`ramp`: the
-// ramp was asked for; without it the text names KNN_V15_RAMP=0).
+// ramp was asked for; without it the text names ramp=off).
 inline std::string chunks_text(const std::vector<int>& rows, int dim, bool ramp) {
   const int chunks = int(rows.size()) - 1;
   std::string sizes;
   for (int c = 0; c < chunks && chunks > 1; ++c)
     sizes += fmt::format("{}{:.3g}", c ? ", " : " of ", double(rows[c + 1] - rows[c]) * dim * 4 / (1 << 20));
   return fmt::format("{} chunk{}{} (copy on one stream, search on another{})", chunks, chunks == 1 ? "" : "s",
-                     sizes.empty() ? "" : sizes + " MiB", ramp ? "" : "; KNN_V15_RAMP=0");
+                     sizes.empty() ? "" : sizes + " MiB", ramp ? "" : "; ramp=off");
 }
 
 }  // namespace knn::gpu

@@ -10,7 +10,7 @@
 // plan_seed is pure C++ (tested on the CPU); ScanSeed runs on the device (scan_seed_device.hpp).
 #include <string>
 
-#include "kernels/device/env_knob.hpp"
+#include "core/params.hpp"
 
 namespace knn::gpu {
 
@@ -20,7 +20,7 @@ constexpr int kSeedMaxDim = 9;
 constexpr int kSeedMinTopk = 2, kSeedMaxTopk = 32;
 // Rows in a query's window: kSeedWindowPerTopk × topk, at least kSeedMinWindow.
 constexpr int kSeedWindowPerTopk = 4, kSeedMinWindow = 64;
-// KNN_V15_SEED=auto seeds from this many queries, and only when the references hold at least
+// v15.seed=auto seeds from this many queries, and only when the references hold at least
 // kSeedMinRowsPerWindow windows (below that a scan is short and its lists fill from few rows).
 constexpr int kSeedMinQueries = 1024;
 // ... and at k <= kSeedAutoMaxDim: at k = 9 (the scan's run-time dimension, which reads the
@@ -34,27 +34,25 @@ struct SeedPlan {
   std::string why;  // why not, when not chosen
 };
 
-// KNN_V15_SEED: auto (the rule below), off, on (wherever the seed applies).
-inline env::Mode seed_mode_from_environment() { return env::mode_knob("KNN_V15_SEED"); }
-
 // The seed for m queries of `dim` dimensions against n rows, topk neighbours, when the scan takes
-// the references in `chunks` chunks.
-inline SeedPlan plan_seed(int m, int n, int dim, int topk, int chunks, env::Mode mode) {
+// the references in `chunks` chunks; `mode` (v15.seed): auto (the rule below), off, on (wherever the
+// seed applies).
+inline SeedPlan plan_seed(int m, int n, int dim, int topk, int chunks, Mode mode) {
   SeedPlan s;
   s.window = topk * kSeedWindowPerTopk < kSeedMinWindow ? kSeedMinWindow : topk * kSeedWindowPerTopk;
-  if (mode == env::Mode::off) s.why = "KNN_V15_SEED=off";
+  if (mode == Mode::off) s.why = "seed=off";
   else if (topk < kSeedMinTopk || topk > kSeedMaxTopk)
     s.why = "topk " + std::to_string(topk) + " (the seed serves the register lists, topk 2..32)";
   else if (dim > kSeedMaxDim)
     s.why = "k = " + std::to_string(dim) + " (Morton order up to k = " + std::to_string(kSeedMaxDim) + ")";
   else if (chunks != 1)
     s.why = std::to_string(chunks) + " chunks of references (the seed needs them all before the scan)";
-  else if (mode == env::Mode::automatic && dim > kSeedAutoMaxDim)
-    s.why = "k = " + std::to_string(dim) + " > " + std::to_string(kSeedAutoMaxDim) + " (KNN_V15_SEED=on seeds up to k = " +
+  else if (mode == Mode::automatic && dim > kSeedAutoMaxDim)
+    s.why = "k = " + std::to_string(dim) + " > " + std::to_string(kSeedAutoMaxDim) + " (seed=on seeds up to k = " +
             std::to_string(kSeedMaxDim) + ")";
-  else if (mode == env::Mode::automatic && m < kSeedMinQueries)
+  else if (mode == Mode::automatic && m < kSeedMinQueries)
     s.why = "m = " + std::to_string(m) + " < " + std::to_string(kSeedMinQueries) + " queries";
-  else if (mode == env::Mode::automatic && (long long)n < (long long)kSeedMinRowsPerWindow * s.window)
+  else if (mode == Mode::automatic && (long long)n < (long long)kSeedMinRowsPerWindow * s.window)
     s.why = "n = " + std::to_string(n) + " < " + std::to_string(kSeedMinRowsPerWindow) + " windows of " +
             std::to_string(s.window) + " rows";
   else s.chosen = true;

@@ -249,7 +249,7 @@ CollectPlan with_occupancy(CollectPlan plan, int m, int n, int dim, int sm_count
   if (k == nullptr) throw std::logic_error(fmt::format("SeedCollect: no kernel for k = {}", dim));
   int per_sm = 0;
   KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, kCollectBlock, 0));
-  balance_collect(plan, m, n, (long long)std::max(1, sm_count) * std::max(1, per_sm), collect_balance_from_environment());
+  balance_collect(plan, m, n, (long long)std::max(1, sm_count) * std::max(1, per_sm), plan.balance);
   return plan;
 }
 

@@ -12,11 +12,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <optional>
-#include <stdexcept>
 #include <string>
 
-#include "kernels/device/env_knob.hpp"
+#include "core/params.hpp"
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 #include "kernels/bruteforce/detail/seed/scan_seed.hpp"
 
@@ -64,29 +62,24 @@ struct CollectPlan {
   // On a CUDA-core plan: the tensor cores as the alternative the seed's bounds decide between
   // (tc_band > 0: the TF32 band; see kCollectTcGateLevel), set by plan_collect_scoring.
   float tc_band = 0.f;
+  Mode balance = Mode::automatic;  // v15.collect_balance, for balance_collect (set by plan_collect)
   std::string why;             // why not, when not chosen
   long long blocks() const { return grid; }
   std::size_t buffer_bytes(int m) const { return std::size_t(m) * splits * capacity * sizeof(unsigned long long); }
 };
 
-// KNN_V15_COLLECT: auto (wherever the seed runs at k <= kCollectMaxDim), off (the register lists),
-// on (the same as auto: the buffers never change an answer). KNN_V15_COLLECT_QUERIES: 1, 2 or 4
+// v15.collect: auto (wherever the seed runs at k <= kCollectMaxDim), off (the register lists),
+// on (the same as auto: the buffers never change an answer). v15.collect_queries: 1, 2 or 4
 // queries per thread instead of the rule below.
-inline env::Mode collect_mode_from_environment() { return env::mode_knob("KNN_V15_COLLECT"); }
-inline int collect_queries_from_environment() {
-  const std::optional<int> q = env::int_knob("KNN_V15_COLLECT_QUERIES", 1, 4, "v15", " (1, 2 or 4)");
-  if (q == 3) throw std::invalid_argument("v15: KNN_V15_COLLECT_QUERIES = '3': must be 1, 2 or 4");
-  return q.value_or(0);
-}
 
 // Joins of many queries take the buffers before the filters and before a chunked copy (the seed
 // needs every reference on the device before the search starts): from kCollectMinJoinQueries
 // queries the search takes far longer than the copy (case 405: the copy 0.4 ms of 20 MiB).
-// KNN_V15_COLLECT=on takes them first at any m; the seed must run with one chunk.
+// collect=on takes them first at any m; the seed must run with one chunk.
 constexpr int kCollectMinJoinQueries = 1 << 16;
-inline bool collect_first(int m, int n, int dim, int topk, env::Mode collect, env::Mode seed) {
+inline bool collect_first(int m, int n, int dim, int topk, Mode collect, Mode seed) {
   const int capacity = std::max(kCollectMinCapacity, kCollectPerTopk * topk);
-  return collect != env::Mode::off && dim <= kCollectMaxDim && (collect == env::Mode::on || m >= kCollectMinJoinQueries) &&
+  return collect != Mode::off && dim <= kCollectMaxDim && (collect == Mode::on || m >= kCollectMinJoinQueries) &&
          std::size_t(m) * capacity * sizeof(unsigned long long) <= kCollectBudget && plan_seed(m, n, dim, topk, 1, seed).chosen;
 }
 
@@ -118,12 +111,11 @@ KNN_COLLECT_FN CollectRange collect_range(long long b, long long row_groups, lon
   return {first + row_groups * (b % splits) / splits, first + row_groups * (b % splits + 1) / splits, int(b % splits)};
 }
 
-// KNN_V15_COLLECT_BALANCE: on (balanced ranges where the budget allows, see balance_collect), off
+// v15.collect_balance: on (balanced ranges where the budget allows, see balance_collect), off
 // and auto (blocks of whole groups). Balanced, case 405 took 333.8-334.0 ms on an H100 against
 // 330.1-330.3 with whole groups in alternating processes (results/h100/v15/balance/): the single
 // wave's blocks end at different times (achieved occupancy 34 % of 44 %), which the 2.2 waves of
 // whole groups even out.
-inline env::Mode collect_balance_from_environment() { return env::mode_knob("KNN_V15_COLLECT_BALANCE"); }
 
 // The most buffers per query that balance_collect gives a plan on any device: what the
 // budget allows, and at most two more than the splits of kCollectMinRowsPerSplit rows.
@@ -136,7 +128,7 @@ inline int collect_max_splits(const CollectPlan& c, int m, int n) {
 // The grid for `resident` blocks at once (SMs · blocks per SM): with `on`, one balanced wave where at least
 // kCollectMinRowsPerSplit rows a block remain on average and the buffers of its pieces fit the
 // budget, else whole groups in splits of the rows as before (at most `resident` blocks' worth).
-inline void balance_collect(CollectPlan& c, int m, int n, long long resident, env::Mode mode) {
+inline void balance_collect(CollectPlan& c, int m, int n, long long resident, Mode mode) {
   const long long qg = c.query_groups, rg = (n + kScanGroup - 1) / kScanGroup, units = qg * rg;
   const std::size_t one_split = std::size_t(m) * c.capacity * sizeof(unsigned long long);
   const long long by_budget = std::max<long long>(1, (long long)(kCollectBudget / one_split));
@@ -146,7 +138,7 @@ inline void balance_collect(CollectPlan& c, int m, int n, long long resident, en
   // The most blocks that scan one group: 1 where whole groups tile the blocks, grid / qg where the
   // blocks tile whole groups, else at most one more than a group's rows over a block's least.
   const long long pieces = qg % grid == 0 ? 1 : grid % qg == 0 ? grid / qg : (rg + units / grid - 1) / (units / grid) + 1;
-  c.balanced = mode == env::Mode::on && pieces <= most && units < (1LL << 62) / grid;
+  c.balanced = mode == Mode::on && pieces <= most && units < (1LL << 62) / grid;
   if (c.balanced) {
     c.grid = grid, c.splits = int(pieces);
   } else {
@@ -166,13 +158,15 @@ constexpr int kCollectQueriesPerSmFor4 = 4096, kCollectQueriesPerSmFor2 = 512;
 constexpr int kCollectBlocksPerSm = 8;
 
 // The candidate buffers for a seeded scan of m queries against n rows on a device of `sm_count`
-// SMs; `queries` forces Q (0: the rule above; then splits of the rows until the device is full).
-inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, int sm_count, env::Mode mode,
-                                int queries = 0) {
+// SMs; `queries` forces Q (0: the rule above; then splits of the rows until the device is full);
+// `balance` as in balance_collect.
+inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, int sm_count, Mode mode,
+                                int queries = 0, Mode balance = Mode::automatic) {
   CollectPlan c;
+  c.balance = balance;
   c.capacity = std::max(kCollectMinCapacity, kCollectPerTopk * topk);
   const std::size_t one_split = std::size_t(m) * c.capacity * sizeof(unsigned long long);
-  if (mode == env::Mode::off) c.why = "KNN_V15_COLLECT=off";
+  if (mode == Mode::off) c.why = "collect=off";
   else if (!seeded) c.why = "no seed";
   else if (dim > kCollectMaxDim)
     c.why = "k = " + std::to_string(dim) + " (compiled for k <= " + std::to_string(kCollectMaxDim) + ")";
@@ -188,7 +182,7 @@ inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, in
                          : m >= sms * kCollectQueriesPerSmFor2 ? 2
                                                                 : 1;
   c.query_groups = int(groups_for(c.queries_per_thread));
-  balance_collect(c, m, n, target, collect_balance_from_environment());
+  balance_collect(c, m, n, target, c.balance);
   return c;
 }
 
@@ -197,9 +191,8 @@ inline CollectPlan plan_collect(int m, int n, int dim, int topk, bool seeded, in
 // keys, 4 per query and split of the rows; splits until kCollectBlocksPerSm blocks per SM, of at
 // least kCollectMinRowsPerSplit rows, within the budget.
 constexpr int kCollectTcQueries = 256, kCollectTcLanes = 4, kCollectTcMinCapacity = 16, kCollectTcPerTopk = 2;
-// KNN_V15_COLLECT_TC: auto (collect_tc_auto's shapes, then the seed's bounds decide on the device),
+// v15.collect_tc: auto (collect_tc_auto's shapes, then the seed's bounds decide on the device),
 // off, on (the tensor cores wherever the scores run, no gate).
-inline env::Mode collect_tc_mode_from_environment() { return env::mode_knob("KNN_V15_COLLECT_TC"); }
 // The shapes `auto` offers the tensor cores: k 4..5 (the TF32 product covers 8 dimensions: at k <= 3
 // the CUDA cores' k multiply-adds cost less; H100, results/h100/v15/collect-tc/batched/: case 200,
 // k 2, 26.6 ms against 10.7; 1900, k 3, 243 against 233), topk <= 8 (2003, k 5 and topk 16: 11.2

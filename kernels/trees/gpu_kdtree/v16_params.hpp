@@ -1,0 +1,30 @@
+#pragma once
+// v16's declared parameters (kernels/trees/gpu_kdtree/v16_gpu_kdtree.cu). Plain C++: the tests check the
+// declarations in builds without CUDA too.
+#include <vector>
+
+#include "core/params.hpp"
+
+namespace knn::gpu {
+
+inline std::vector<ParamDecl> v16_params() {
+  using P = ParamDecl;
+  return {
+      P::integer("leaf", 256, 1, 8192, "the minimum leaf size (default 256)", "KNN_V16_LEAF"),
+      P::choice("test", "box", {"box", "median"}, "a subtree's test against the K-th distance: its box, or its splitting plane",
+                "KNN_V16_TEST"),
+      P::flag("sort", true, "each wave's queries sorted by leaf (off: unsorted)", "KNN_V16_SORT"),
+      P::flag("final", true, "the final steps: finished queries sort to the end, and one kernel runs the last ones to the end",
+              "KNN_V16_FINAL"),
+      P::integer("tail", 16, 1, 1024, "the last kernel takes over below tail x leaves active queries (default 16; 1: the thesis's rule)",
+                 "KNN_V16_TAIL"),
+      P::flag("vec", true, "leaf rows read as float4 groups where k is compiled in (off: one float at a time)", "KNN_V16_VEC"),
+      P::flag("nearest", true, "topk 1 without a self-join: the pair in registers (off: the heap kernel)", "KNN_V16_NEAREST"),
+      P::choice("lanes", "auto", {"auto", "1", "2", "4", "8"}, "lanes per query of the nearest-pair kernel; auto: by the wave's size",
+                "KNN_V16_LANES"),
+      P::integer("stage_kib", 0, 0, 160, "shared memory for staged leaves, KiB (default 0: an H100 reads a shared leaf through L1 faster)",
+                 "KNN_V16_STAGE_KIB"),
+  };
+}
+
+}  // namespace knn::gpu
