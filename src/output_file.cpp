@@ -11,6 +11,7 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "core/errors.hpp"
@@ -116,13 +117,25 @@ void probe_folder(const std::string& who, const fs::path& folder) {
   ::unlink(probe.c_str());
 }
 
-// Who a file is: device and inode when it exists (so links and hard links meet), else its path made
-// canonical as far as it exists.
+// Where a path leads: absolute, symlinks followed even when their target does not exist yet (a
+// dangling link is written through), the rest canonical as far as it exists, `..` folded.
+fs::path resolved(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path, ec);
+  for (int hops = 0; hops < 40 && fs::is_symlink(p, ec); ++hops) {
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  return fs::weakly_canonical(p, ec).lexically_normal();
+}
+
+// Who a file is: device and inode when it exists (so links and hard links meet), else where its
+// path leads (resolved).
 std::string identity(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) return fmt::format("inode {}:{}", st.st_dev, st.st_ino);
-  std::error_code ec;
-  return "path " + fs::weakly_canonical(path, ec).string();
+  return "path " + resolved(path).string();
 }
 
 }  // namespace
@@ -214,7 +227,7 @@ void refuse_same_files(const std::vector<std::pair<std::string, std::string>>& n
       const std::string& a = named[i].second;
       const std::string& b = named[j].second;
       if (a.empty() || b.empty() || a == "-" || b == "-") continue;
-      const bool same = fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec) || fs::equivalent(a, b, ec);
+      const bool same = identity(a) == identity(b) || fs::equivalent(a, b, ec);
       if (same)
         throw ConfigError(fmt::format("{} {} and {} {} are the same file: one would replace the other", named[i].first, a,
                                       named[j].first, b));
@@ -264,6 +277,15 @@ void check_journal(const std::string& flag, const std::string& journal) {
     throw ConfigError(fmt::format("{}: its journal {} is {}: expected a regular file or none (it is truncated, then removed); "
                                   "remove it or name another results file",
                                   flag, journal, kind_of(st)));
+  // A journal with a result after its header line is what a killed run left: its only copy.
+  std::ifstream in(journal);
+  std::string line;
+  int lines = 0;
+  while (lines < 2 && std::getline(in, line)) lines += line.empty() ? 0 : 1;
+  if (lines >= 2)
+    throw ConfigError(fmt::format("{}: its journal {} holds finished results of a run that did not end (killed?): `knnbench report {} "
+                                  "--md FILE` reads them; move or remove the journal, or name another results file",
+                                  flag, journal, journal.substr(0, journal.size() - std::string(".journal").size())));
 }
 
 void check_output_folder(const std::string& flag, const std::string& dir) {

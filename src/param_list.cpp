@@ -76,10 +76,21 @@ void refuse_retired_environment() {
     const char* eq = std::strchr(*e, '=');
     if (eq == nullptr || eq[1] == '\0') continue;  // set but empty read as unset before, too
     const std::string name(*e, std::size_t(eq - *e)), value(eq + 1);
+    // The declaration that retired it; of several (v18 declares v15's engine's), the version the name
+    // holds ("KNN_V15_TC": v15) first; else a parameter named like the variable's tail.
     std::string replacement;
+    bool own = false;
     for (const VersionDesc& v : Registry::instance().versions())
-      for (const ParamDecl& d : v.params)
-        if (d.retired_env == name && replacement.empty()) replacement = fmt::format("--param {}.{}=VALUE ({})", v.id, d.name, d.allowed());
+      for (const ParamDecl& d : v.params) {
+        std::string prefix = "KNN_" + v.id + "_", lower;
+        for (char& ch : prefix) ch = char(std::toupper(static_cast<unsigned char>(ch)));
+        for (const char ch : name.substr(std::min(name.size(), prefix.size()))) lower += char(std::tolower(static_cast<unsigned char>(ch)));
+        const bool mine = name.rfind(prefix, 0) == 0;
+        if ((d.retired_env == name || (mine && lower == d.name)) && (replacement.empty() || (mine && !own))) {
+          replacement = fmt::format("--param {}.{}=VALUE ({})", v.id, d.name, d.allowed());
+          own = mine;
+        }
+      }
     if (!replacement.empty())
       found.push_back(fmt::format("{}={} is no longer read: use {}", name, value, replacement));
     else if (looks_like_version_variable(name))

@@ -42,6 +42,10 @@ std::vector<ParamRequest> command_line_requests(const std::vector<std::string>& 
   std::vector<ParamRequest> out = parse_all(specs, "--param");
   for (std::size_t i = 0; i < out.size(); ++i) {
     const std::string& id = out[i].version;
+    for (std::size_t j = 0; j < i; ++j)
+      if (out[j].version == id && out[j].name == out[i].name)
+        throw ParamError(fmt::format("--param {} and --param {}: {}.{} given twice (one --param with VALUE,VALUE sweeps)", specs[j], specs[i], id,
+                                     out[i].name));
     if (std::none_of(versions.begin(), versions.end(), [&](const VersionDesc* v) { return v->id == id; }))
       throw ParamError(fmt::format("--param {}: {}", specs[i],
                                    Registry::instance().find(id) ? fmt::format("{} is not selected (add it to --version)", id)
@@ -50,17 +54,17 @@ std::vector<ParamRequest> command_line_requests(const std::vector<std::string>& 
   return out;
 }
 
-// The case's requests on top of the command line's: the case's value wins for the same parameter.
+// The command line's requests, then the case's for the parameters the command line does not set: a
+// --param overrides the matrix, as flags override a file.
 std::vector<ParamRequest> merged(const std::vector<ParamRequest>& cli, const Case& c) {
   const std::string where = fmt::format("case {}: params", c.id);
   // A version this build does not have (a GPU version in a build without CUDA) runs nowhere here: its
   // settings are set aside (--list names them), as those of a version not selected are.
-  std::vector<ParamRequest> out;
+  std::vector<ParamRequest> out = cli;
   for (ParamRequest& r : parse_all(c.param_specs, where))
-    if (Registry::instance().find(r.version) != nullptr) out.push_back(std::move(r));
-  for (const ParamRequest& r : cli)
-    if (std::none_of(out.begin(), out.end(), [&](const ParamRequest& o) { return o.version == r.version && o.name == r.name; }))
-      out.push_back(r);
+    if (Registry::instance().find(r.version) != nullptr &&
+        std::none_of(cli.begin(), cli.end(), [&](const ParamRequest& o) { return o.version == r.version && o.name == r.name; }))
+      out.push_back(std::move(r));
   return out;
 }
 

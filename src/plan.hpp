@@ -54,7 +54,7 @@ struct PlanChoices {
 };
 
 // Every case with every version, in the order given, each version once per combination of its
-// parameters' values (--param, then the case's "params", which wins for the same parameter): under
+// parameters' values (--param, then the case's "params" for what --param does not set): under
 // several ranks the versions that shard the references run that way (before the others), the rest in
 // this process or, with --isolate, in a child each. ParamError (exit 2) for a --param that names no
 // version, a version not selected, an undeclared parameter or a value its declaration refuses; the

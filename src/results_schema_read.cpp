@@ -341,6 +341,9 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   read_params(f, j, w, r);
   r.path = f.opt_string(j, "path", w);
   r.note = f.opt_string(j, "note", w);
+  for (const auto& [key, text] : {std::pair{"title", &r.title}, std::pair{"reason", &r.reason}, std::pair{"path", &r.path}, std::pair{"note", &r.note}})
+    if (text->find_first_of("\x1b\r\x7f") != std::string::npos)  // written raw into markdown and onto the terminal
+      f.fail(w + "." + key, "holds an escape, carriage return or delete character (the tables print it raw)");
   if (timed(r.status))
     r.stats = read_stats(f, f.need(j, "stats", w), w + ".stats", true);
   else if (const json* st = f.maybe(j, "stats", w))

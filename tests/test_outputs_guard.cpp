@@ -382,3 +382,45 @@ TEST(OutputsGuard, OutputNamesTheCommandLineRefuses) {
   EXPECT_EQ(report.code, 2) << report.out;
   EXPECT_TRUE(contains(report.out, "both to standard output")) << report.out;
 }
+
+// Two outputs that are one file however they are spelled (./x, an absolute path, a/../x, a link to a
+// file not yet written) are refused before the run, and nothing is written; report's two outputs too.
+TEST(OutputsGuard, TwoOutputsSpelledDifferentlyAreOneFile) {
+  const std::string dir = scratch("spelled");
+  fs::create_directories(dir + "/a");
+  fs::create_symlink("x.json", dir + "/xl.csv");  // dangling until x.json is written
+  const std::vector<std::string> bad = {"--json x.json --md ./x.json", "--json x.json --csv " + dir + "/x.json", "--json x.json --csv xl.csv",
+                                        "--json r.json --md a/../o.md --csv o.md"};
+  for (const std::string& args : bad) {
+    const auto r = run("cd " + dir + " && " + KNN_BINARY, kAdhoc + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_TRUE(contains(r.out, "are the same file")) << args << ": " << r.out;
+    for (const char* f : {"x.json", "r.json", "o.md"}) EXPECT_FALSE(fs::exists(dir + "/" + f)) << args << ": " << f << " was written";
+  }
+  ASSERT_EQ(run("cd " + dir + " && " + KNN_BINARY, kAdhoc + "--json base.json").code, 0);
+  const auto report = run("cd " + dir + " && " + KNN_BINARY, "report base.json --md rr --csv ./rr");
+  EXPECT_EQ(report.code, 2) << report.out;
+  EXPECT_FALSE(fs::exists(dir + "/rr"));
+}
+
+// A journal that holds a killed run's results is its only copy: a new run onto the same results file
+// stops before it would truncate it, and says how to read it.
+TEST(OutputsGuard, AKilledRunsJournalIsNotTruncatedByTheNextRun) {
+  const std::string dir = scratch("killed");
+  ASSERT_EQ(run(KNN_BINARY, kAdhoc + "--json " + dir + "/s.json").code, 0);
+  // What a killed run leaves: its header line and a result, no results file written at the end.
+  const std::string journal = dir + "/s.json.journal";
+  {
+    std::ifstream in(dir + "/s.json");
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    nlohmann::json header = doc;
+    header.erase("results");
+    std::ofstream(journal) << header.dump() << "\n" << doc["results"][0].dump() << "\n";
+  }
+  const std::string before = slurp(journal);
+  const auto r = run(KNN_BINARY, kAdhoc + "--json " + dir + "/s.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "holds finished results of a run that did not end")) << r.out;
+  EXPECT_TRUE(contains(r.out, "knnbench report " + dir + "/s.json")) << r.out;
+  EXPECT_EQ(slurp(journal), before);
+}

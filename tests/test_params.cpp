@@ -103,6 +103,11 @@ TEST(Params, RequestsParseOrSayWhatIsExpected) {
   for (const char* bad : {"v16", "v16.leaf", "leaf=1", ".leaf=1", "v16.=1", "v16.Leaf=1", "v16.leaf=", "v16.leaf=1,,2", "v16.leaf=1,"})
     EXPECT_NE(param_error([&] { knn::parse_param_request(bad, "--param"); }).find("--param"), std::string::npos) << bad;
   EXPECT_EQ(param_error([] { knn::parse_param_request("v16.leaf=1,2,1", "--param"); }), "--param 'v16.leaf=1,2,1': the value '1' is given twice");
+  // Integers are one value however written: "+8" and "08" are 8 (so that results pair), and a sweep
+  // of "2,02" runs 2 once.
+  EXPECT_EQ(ParamValues("t", decls(), {{"block", "+8"}}).text("block"), "8");
+  EXPECT_EQ(param_error([] { knn::expand_params("t", decls(), {knn::parse_param_request("t.block=2,02", "x")}, "--param"); }),
+            "--param: t.block = '02': the same value twice");
 }
 
 TEST(Params, SweepsGiveEveryCombinationLastVaryingFastest) {
@@ -142,6 +147,9 @@ TEST(Params, ThePlanRunsEachVariantAndRefusesParametersOfVersionsNotSelected) {
   EXPECT_EQ(param_error([&] { knn::make_plan({small_case(1)}, {&a}, choices); }), "--param tc.block=2: no version tc (knnbench --list)");
   choices.param_specs = {"v0.block=2"};  // registered, not selected
   EXPECT_EQ(param_error([&] { knn::make_plan({small_case(1)}, {&a}, choices); }), "--param v0.block=2: v0 is not selected (add it to --version)");
+  choices.param_specs = {"ta.block=2", "ta.block=4"};
+  EXPECT_EQ(param_error([&] { knn::make_plan({small_case(1)}, {&a}, choices); }),
+            "--param ta.block=2 and --param ta.block=4: ta.block given twice (one --param with VALUE,VALUE sweeps)");
   choices.param_specs = {"ta.size=2"};
   EXPECT_NE(param_error([&] { knn::make_plan({small_case(1)}, {&a}, choices); }).find("ta.size: no such parameter"), std::string::npos);
 }
@@ -232,6 +240,10 @@ TEST(Params, ARetiredEnvironmentVariableStopsTheRunNamingItsParameter) {
   const auto other = knn::testing::run("KNN_V99_ANY=1 " + std::string(KNN_TEST_BINARY), "--version v0 " + kSmall + " --json " + tmp("env2.json"));
   EXPECT_EQ(other.code, 2) << other.out;
   EXPECT_NE(other.out.find("KNN_V99_ANY=1 is no longer read, and no parameter replaces it"), std::string::npos) << other.out;
+  // A variable named after a version and one of its parameters points to it.
+  const auto named = knn::testing::run("KNN_V18_TAPER=0 " + std::string(KNN_TEST_BINARY), "--version v0 " + kSmall + " --json " + tmp("env3.json"));
+  EXPECT_EQ(named.code, 2) << named.out;
+  EXPECT_NE(named.out.find("KNN_V18_TAPER=0 is no longer read: use --param v18.taper=VALUE (on|off)"), std::string::npos) << named.out;
 }
 
 TEST(Params, ListingsShowEveryParameter) {
@@ -258,7 +270,7 @@ TEST(Params, AnIsolatedVariantRunsWithItsOwnValues) {
   EXPECT_EQ(doc["results"][1]["path"], "block=5 order=rows extra=on split=off");
 }
 
-TEST(Params, CaseParamsFromTheMatrixWinOverTheCommandLine) {
+TEST(Params, TheCommandLineWinsOverTheMatrix) {
   const std::string path = tmp("case-params.json"), json_path = tmp("case-params-out.json");
   std::ofstream(path) << R"({"schema_version": 1, "cases": [{"id": 1, "k": 4, "m": 8, "n": 64, "topk": 2},
       {"id": 2, "k": 4, "m": 8, "n": 200, "topk": 2, "params": {"t-params.block": 16}}]})";
@@ -268,7 +280,7 @@ TEST(Params, CaseParamsFromTheMatrixWinOverTheCommandLine) {
   const json doc = json::parse(std::ifstream(json_path));
   ASSERT_EQ(doc["results"].size(), 2u);
   EXPECT_EQ(doc["results"][0]["params"]["block"], "2");
-  EXPECT_EQ(doc["results"][1]["params"]["block"], "16");
+  EXPECT_EQ(doc["results"][1]["params"]["block"], "2");  // the case says 16: --param overrides it
   EXPECT_EQ(doc["results"][1]["params_chosen"]["split"], "on");  // n = 200
 }
 

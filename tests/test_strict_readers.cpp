@@ -292,6 +292,9 @@ TEST(StrictReaders, ContradictionsAreRefusedNamingFilePathAndValue) {
       {"f.json: results[0].validation: missing, expected the validation of a pass result", [](json& d) { d["results"][0].erase("validation"); }},
       {"f.json: results[1].validation: missing", [](json& d) { d["results"][1]["validation"] = nullptr; }},
       {"f.json: results[0].case.topk: 400, expected at most n = 4", [](json& d) { d["results"][0]["case"]["topk"] = 400; }},
+      {"f.json: results[0].note: holds an escape, carriage return or delete character", [](json& d) { d["results"][0]["note"] = "\x1b[31mRED"; }},
+      {"f.json: results[0].params.leaf: a parameter name or value that is empty or holds a control character",
+       [](json& d) { d["results"][0]["params"] = {{"leaf", "8\x1b"}}; }},
       {"f.json: results[0].case.topk: 4, expected at most n − 1 = 3: a self-join",
        [](json& d) {
          d["results"][0]["case"]["self_join"] = true;

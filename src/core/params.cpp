@@ -115,7 +115,8 @@ ParamValues::ParamValues(const std::string& version, const std::vector<ParamDecl
     const ParamDecl* d = find_decl(decls, name);
     if (d == nullptr) throw ParamError(fmt::format("{}.{}: no such parameter ({})", version, name, known_names(version, decls)));
     if (const std::string why = d->check(value); !why.empty()) throw ParamError(fmt::format("{}.{} = {}", version, name, why));
-    values_[name] = value;
+    long v = 0;
+    values_[name] = d->kind == ParamDecl::Kind::integer && parse_long(value, v) ? std::to_string(v) : value;  // "+8", "08": 8
   }
   for (const auto& d : decls)
     if (set.count(d.name) != 0) set_.push_back(d.name);
@@ -190,8 +191,13 @@ std::vector<ParamValues> expand_params(const std::string& version, const std::ve
     const ParamDecl* d = find_decl(decls, r.name);
     if (d == nullptr) throw ParamError(fmt::format("{}: {}.{}: no such parameter ({})", where, version, r.name, known_names(version, decls)));
     if (!seen.insert(r.name).second) throw ParamError(fmt::format("{}: {}.{} is given twice", where, version, r.name));
-    for (const auto& v : r.values)
+    std::set<std::string> values;
+    for (const auto& v : r.values) {
       if (const std::string why = d->check(v); !why.empty()) throw ParamError(fmt::format("{}: {}.{} = {}", where, version, r.name, why));
+      long x = 0;
+      if (!values.insert(d->kind == ParamDecl::Kind::integer && parse_long(v, x) ? std::to_string(x) : v).second)
+        throw ParamError(fmt::format("{}: {}.{} = '{}': the same value twice", where, version, r.name, v));
+    }
     mine.push_back(&r);
   }
   std::vector<ParamValues> out;
