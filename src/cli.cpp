@@ -46,6 +46,7 @@ const char* gpu_need(GpuNeed g) {
 
 // What a run with the same --version, --case and --group would run (an unknown id is an error, exit 2).
 int list(const RunOptions& opts) {
+  refuse_retired_environment();  // what a run would refuse, --list refuses too
   const auto versions = select_versions(opts.version_specs);
   const Matrix mx = run_matrix(opts);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);

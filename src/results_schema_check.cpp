@@ -92,6 +92,13 @@ void check_results_agree(const std::vector<std::string>& labels, const std::vect
       bad(label, "status", "\"inexact\", but its validation did not fail (inexact is a peer's answer that failed validation)");
     if (r.status == Status::inexact && r.family != "peer")
       bad(label, "status", fmt::format("\"inexact\" for family \"{}\": only a peer is graded inexact, knnbench's own versions fail", r.family));
+    // What the writer never writes: an interrupted call is a skip, a family is one of the five, a
+    // validation checks at most the case's queries.
+    if (r.interrupted && r.status != Status::skip) bad(label, "interrupted", fmt::format("true with status \"{}\": an interrupted call is a skip", to_string(r.status)));
+    if (!r.family.empty() && r.family != "cpu" && r.family != "gpu" && r.family != "multi-gpu" && r.family != "tree" && r.family != "peer")
+      bad(label, "family", fmt::format("\"{}\": expected cpu, gpu, multi-gpu, tree or peer", r.family));
+    if (const long long m = r.problem_case.self_join ? r.problem_case.n : r.problem_case.m; r.validated && r.validation.queries_checked > m)
+      bad(label, "validation.queries_checked", fmt::format("{}, but the case has {} queries", r.validation.queries_checked, m));
     const auto [it, fresh] = seen.emplace(std::pair{r.problem_case.id, r.label()}, i);
     if (!fresh)
       bad(label, "version", fmt::format("case {} with {} again (already {}): a results file holds each (case, version, parameters) once",
