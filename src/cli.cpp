@@ -13,6 +13,7 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "ab.hpp"
 #include "build_info.hpp"
 #include "compare.hpp"
 #include "core/errors.hpp"
@@ -242,6 +243,7 @@ int cli_main(int argc, char** argv) {
       "  knnbench --list --group ta             the versions and cases a run would take\n"
       "  knnbench -V                            the program's version (--build-info: compilers, git sha)\n"
       "  knnbench compare A.json B.json         compare two results files (see compare --help)\n"
+      "  knnbench ab --a OLD/knnbench --b NEW/knnbench --case 8   two builds in alternating processes (ab --help)\n"
       "  knnbench report A.json --md A.md       rewrite a results file as markdown or CSV\n\n"
       "Exit codes: 0 all ran and validated, 1 a validation failure or a failing version,\n"
       "(a peer's wrong answer is graded inexact, not a failure, unless --strict-peers),\n"
@@ -266,6 +268,8 @@ int cli_main(int argc, char** argv) {
 
   CompareOptions compare_opts;
   CLI::App* compare = add_compare_subcommand(app, compare_opts);
+  AbOptions ab_opts;
+  CLI::App* ab = add_ab_subcommand(app, ab_opts);
   std::string report_in, report_md, report_csv;
   CLI::App* report = app.add_subcommand("report", "Rewrite a results JSON as markdown and/or CSV (tables, phases, trees against brute force)");
   report->add_option("results", report_in, "Results JSON written by knnbench")->required();
@@ -277,12 +281,11 @@ int cli_main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    const bool in_compare = compare->parsed();
+    const std::string sub = compare->parsed() ? " compare" : ab->parsed() ? " ab" : "";
     const std::string what = e.what();
     // --version selects versions: someone asking for the program's version is pointed to -V.
     const std::string hint = what.rfind("--version:", 0) == 0 ? " (versions to run, e.g. --version v8; the program's version: -V)" : "";
-    fmt::print(stderr, "knnbench{}: {}{}\nRun 'knnbench{} --help' for the options.\n", in_compare ? " compare" : "", what, hint,
-               in_compare ? " compare" : "");
+    fmt::print(stderr, "knnbench{}: {}{}\nRun 'knnbench{} --help' for the options.\n", sub, what, hint, sub);
     return kExitUsage;
   }
   if (version_flag || version_cmd->parsed()) {
@@ -296,6 +299,10 @@ int cli_main(int argc, char** argv) {
     return kExitOk;
   }
   if (compare->parsed()) return run_compare(compare_opts);
+  if (ab->parsed()) {
+    ab_opts.run_args = ab_forwarded_args(*ab);
+    return run_ab(ab_opts);
+  }
   if (report->parsed()) return rewrite_report(report_in, report_md, report_csv);
   if (!child_options_file.empty()) {
     const RunOptions child = read_child_options(child_options_file);

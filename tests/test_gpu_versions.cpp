@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli_support.hpp"
 #include "devices.hpp"
 #include "matrix.hpp"
 #include "test_support.hpp"
@@ -138,52 +139,47 @@ TEST(GpuMemory, AFailedAllocationIsRecordedAsASkip) {
 namespace {
 
 // Runs knnbench-testbin with v4 and t8 (tests/versions/t8_v4_slowed.cu) on cases 2, 6 and 7 (wide
-// and narrow blocks, k = 3 and 16) with KNN_SLOWDOWN_PCT set to `knob`; returns the exit code and
-// the results file.
-std::pair<int, nlohmann::json> run_v4_and_t8(const std::string& knob) {
+// and narrow blocks, k = 3 and 16) with --param t8.slowdown=`knob`; returns the exit code and the
+// results file, and the output in `out`.
+std::pair<int, nlohmann::json> run_v4_and_t8(const std::string& knob, std::string* out = nullptr) {
   const auto json = std::filesystem::temp_directory_path() / fmt::format("knn_t8_{}_{}.json", ::getpid(), knob);
-  const std::string cmd = fmt::format(
-      "KNN_SLOWDOWN_PCT='{}' {} --config {}/configs/default.json --version v4,t8 --case 2,6,7 --warmup 0 "
-      "--min-samples 1 --min-time 0 --quiet --json {} > /dev/null 2>&1",
-      knob, KNN_TEST_BINARY, KNN_SOURCE_DIR, json.string());
-  const int status = std::system(cmd.c_str());
+  std::filesystem::remove(json);
+  const auto run = knn::testing::run(KNN_TEST_BINARY, fmt::format("--config {}/configs/default.json --version v4,t8 --param 't8.slowdown={}' "
+                                                                  "--case 2,6,7 --warmup 0 --min-samples 1 --min-time 0 --quiet --json {}",
+                                                                  KNN_SOURCE_DIR, knob, json.string()));
+  if (out) *out = run.out;
   nlohmann::json results;
   if (std::filesystem::exists(json)) results = nlohmann::json::parse(std::ifstream(json));
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, results};
+  return {run.code, results};
 }
 
 }  // namespace
 
-// t8 does more of v4's work under KNN_SLOWDOWN_PCT and must still give v4's answers at every setting.
+// t8 does more of v4's work under t8.slowdown and must still give v4's answers at every setting.
 TEST(GpuSlowedVersion, T8AnswersAsV4AtEverySlowdown) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   for (const std::string knob : {"0", "13", "100"}) {
     const auto [code, j] = run_v4_and_t8(knob);
-    EXPECT_EQ(code, 0) << "KNN_SLOWDOWN_PCT=" << knob;
-    ASSERT_EQ(j["results"].size(), 6u) << "KNN_SLOWDOWN_PCT=" << knob;
+    EXPECT_EQ(code, 0) << "t8.slowdown=" << knob;
+    ASSERT_EQ(j["results"].size(), 6u) << "t8.slowdown=" << knob;
     for (const auto& r : j["results"]) {
-      EXPECT_EQ(r["status"], "pass") << r["version"] << " KNN_SLOWDOWN_PCT=" << knob << ": " << r["reason"];
-      if (r["version"] == "t8")
-        EXPECT_NE(r["path"].get<std::string>().find("KNN_SLOWDOWN_PCT=" + knob), std::string::npos) << r["path"];
+      EXPECT_EQ(r["status"], "pass") << r["version"] << " t8.slowdown=" << knob << ": " << r["reason"];
+      if (r["version"] == "t8") EXPECT_NE(r["path"].get<std::string>().find("(slowdown=" + knob + ")"), std::string::npos) << r["path"];
     }
   }
 }
 
+// A value outside 0..100 is a usage error of the whole run (exit 2, nothing measured), said by the
+// parameter's declaration.
 TEST(GpuSlowedVersion, T8RefusesAKnobOutsideItsRange) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   for (const std::string knob : {"ten", "101", "-1"}) {
-    const auto [code, j] = run_v4_and_t8(knob);
-    EXPECT_NE(code, 0) << "KNN_SLOWDOWN_PCT=" << knob;
-    ASSERT_EQ(j["results"].size(), 6u) << "KNN_SLOWDOWN_PCT=" << knob;
-    for (const auto& r : j["results"]) {
-      if (r["version"] != "t8") continue;
-      EXPECT_EQ(r["status"], "fail") << knob;
-      EXPECT_NE(r["reason"].get<std::string>().find("KNN_SLOWDOWN_PCT: expected a whole number from 0 to 100, got '" +
-                                                    knob + "'"),
-                std::string::npos)
-          << r["reason"];
-    }
+    std::string out;
+    const auto [code, j] = run_v4_and_t8(knob, &out);
+    EXPECT_EQ(code, 2) << "t8.slowdown=" << knob << "\n" << out;
+    EXPECT_TRUE(j.is_null()) << knob;
+    EXPECT_NE(out.find("expected an integer in [0, 100]"), std::string::npos) << out;
   }
 }

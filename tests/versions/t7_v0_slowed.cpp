@@ -1,10 +1,8 @@
-// Test-only version: v0 made slower on purpose by a knob, for the verdict test
-// (tests/test_verdicts.cpp). KNN_SLOWDOWN_PCT=P (default 0) makes every query search the first
-// P % of the references a second time, with v0's own code: more of the same work, not a sleep.
-// With P = 0 it is v0.
-#include <cstdlib>
-#include <stdexcept>
-#include <string>
+// Test-only version: v0 made slower on purpose by a declared parameter, for the verdict tests
+// (tests/test_verdicts.cpp, tests/test_ab.cpp). --param t7.slowdown=P (a whole percentage, default
+// 0) makes every query search the first P % of the references a second time, with v0's own code:
+// more of the same work, not a sleep. With P = 0 it is v0. (It was the variable KNN_SLOWDOWN_PCT,
+// which a run now refuses, naming the parameter.)
 #include <vector>
 
 #include "core/registry.hpp"
@@ -12,19 +10,10 @@
 
 namespace {
 
-double slowdown_pct() {
-  const char* text = std::getenv("KNN_SLOWDOWN_PCT");
-  if (!text || !*text) return 0;
-  char* end = nullptr;
-  const double pct = std::strtod(text, &end);
-  if (*end || !(pct >= 0 && pct <= 100)) throw std::invalid_argument("KNN_SLOWDOWN_PCT=" + std::string(text) + ": expected a percentage in [0, 100]");
-  return pct;
-}
-
 volatile float g_sink;  // keeps the repeated searches from being optimised away
 
-void slowed_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& /*ctx*/) {
-  const int again = int(p.n * slowdown_pct() / 100);
+void slowed_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) {
+  const int again = int(p.n * ctx.env.params.integer("slowdown") / 100);
   knn::Problem part = p;
   part.n = again;
   std::vector<std::int32_t> idx(std::size_t(p.topk));
@@ -42,8 +31,10 @@ void slowed_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& /*
 knn::VersionDesc describe() {
   knn::VersionDesc d;
   d.id = "t7";
-  d.title = "test only: v0, slower by KNN_SLOWDOWN_PCT % more of its own work";
+  d.title = "test only: v0, slower by t7.slowdown % more of its own work";
   d.family = knn::Family::cpu;
+  d.params = {knn::ParamDecl::integer("slowdown", 0, 0, 100, "percent of the references each query searches a second time",
+                                      "KNN_SLOWDOWN_PCT")};
   d.make = knn::query_only(slowed_query);
   return d;
 }
