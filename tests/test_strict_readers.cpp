@@ -294,7 +294,6 @@ TEST(StrictReaders, ContradictionsAreRefusedNamingFilePathAndValue) {
       {"f.json: results[0].case.topk: 400, expected at most n = 4", [](json& d) { d["results"][0]["case"]["topk"] = 400; }},
       {"f.json: results[0].note: holds an escape, carriage return or delete character", [](json& d) { d["results"][0]["note"] = "\x1b[31mRED"; }},
       {"f.json: results[0].family: \"rocket\": expected cpu, gpu, multi-gpu, tree or peer", [](json& d) { d["results"][0]["family"] = "rocket"; }},
-      {"f.json: results[0].interrupted: true with status \"pass\": an interrupted call is a skip", [](json& d) { d["results"][0]["interrupted"] = true; }},
       {"f.json: results[0].validation.queries_checked: 999, but the case has", [](json& d) { d["results"][0]["validation"]["queries_checked"] = 999; }},
       {"f.json: results[0].params.leaf: a parameter name or value that is empty or holds a control character",
        [](json& d) { d["results"][0]["params"] = {{"leaf", "8\x1b"}}; }},
