@@ -59,7 +59,19 @@ void unpack(const Entry* rows, std::size_t slots, Neighbors out) {
   }
 }
 
-
+// A piece of the whole problem: m queries over n references; everything else (the values' traits
+// that choose the engine's paths) stays the whole problem's. Indices are local to the piece.
+Problem piece(const Problem& p, int m, int n, const float* queries, const float* references, bool self_join) {
+  Problem s = p;
+  s.m = m;
+  s.n = n;
+  s.queries = queries;
+  s.references = references;
+  s.self_join = self_join;
+  s.shard_begin = 0;
+  s.shard_n = -1;
+  return s;
+}
 
 // The merge operator: `len` row pairs, each row `topk` entries sorted by (distance, index) with
 // empty slots last; inout's row becomes the first topk of both. Associative and commutative
@@ -138,16 +150,40 @@ struct MergeOp {
   ~MergeOp() { MPI_Op_free(&op); }
 };
 
+// Each rank's `text`, gathered on rank 0 (in rank order); the other ranks get nothing. A rank whose
+// engine path repeats rank 0's word for word is said to take the same path.
+std::vector<std::string> gather_text(const std::string& text, int rank, int ranks, MPI_Comm comm) {
+  int length = int(text.size());
+  std::vector<int> lengths(rank == 0 ? ranks : 0), offsets(rank == 0 ? ranks : 0);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, comm);
+  std::string all;
+  if (rank == 0) {
+    int at = 0;
+    for (int r = 0; r < ranks; ++r) offsets[r] = at, at += lengths[r];
+    all.resize(std::size_t(at));
+  }
+  MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0, comm);
+  std::vector<std::string> said;
+  for (int r = 0; r < int(lengths.size()); ++r) said.push_back(all.substr(std::size_t(offsets[r]), std::size_t(lengths[r])));
+  // "local X ms, [phases]: path": a path equal to rank 0's is not repeated.
+  const auto path_of = [](const std::string& s) { const auto at = s.find("]: "); return at == std::string::npos ? std::string() : s.substr(at + 3); };
+  for (std::size_t r = 1; r < said.size(); ++r)
+    if (!path_of(said[r]).empty() && path_of(said[r]) == path_of(said[0]))
+      said[r] = said[r].substr(0, said[r].size() - path_of(said[r]).size()) + "the same path as rank 0";
+  return said;
+}
+
 }  // namespace
 
-void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& search, const std::string& engine) {
+void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& search, const std::string& engine,
+           const LocalDetail& detail) {
   using clock = std::chrono::steady_clock;
   const int rank = ctx.env.rank, ranks = ctx.env.ranks, topk = p.topk;
   if (ranks == 1) {  // not under mpirun (or -np 1): the whole problem is this rank's
     const auto t0 = clock::now();
     search(p, out);
     ctx.timing.add("local", ms_since(t0));
-    ctx.path = fmt::format("1 rank: {} alone", engine);
+    ctx.path = fmt::format("1 rank: {} alone", engine) + (detail ? ": " + detail() : std::string());
     return;
   }
   const MPI_Comm comm = communicator();
@@ -164,7 +200,7 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
     partial.resize(p.result_slots());
     std::optional<std::string> failure;
     try {
-      search_rows(Problem{p.dim, p.m, mine.size, topk, p.queries, p.references, false}, mine.first, search, partial.data());
+      search_rows(piece(p, p.m, mine.size, p.queries, p.references, false), mine.first, search, partial.data());
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -188,7 +224,7 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
       rows = partial.data();
       std::optional<std::string> failure;
       try {  // its own shard is a self-join of the shard; any other is a plain search
-        search_rows(Problem{p.dim, block.size, mine.size, topk, points, p.references, b == rank}, mine.first, search, rows);
+        search_rows(piece(p, block.size, mine.size, points, p.references, b == rank), mine.first, search, rows);
       } catch (const std::exception& e) {
         failure = e.what();
       }
@@ -213,10 +249,12 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
   ctx.timing.add("merge", merge_ms);
   int gpu_ranks = ctx.devices_used.empty() ? 0 : 1;
   MPI_Allreduce(MPI_IN_PLACE, &gpu_ranks, 1, MPI_INT, MPI_SUM, comm);
-  ctx.path = fmt::format("{} ranks ({} on a GPU, {} on the CPU), rank 0: {}; {}partial top-{} lists merged per query block on its "
-                         "owner (MPI_Reduce, merge operator), answer gathered on rank 0 (MPI_Gatherv)",
-                         ranks, gpu_ranks, ranks - gpu_ranks, engine,
-                         p.self_join ? "self-join: each shard broadcast in turn as a query block; " : "", topk);
+  const std::vector<std::string> ranks_said = gather_text(fmt::format("local {:.3f} ms{}", local_ms, detail ? ", " + detail() : ""), rank, ranks, comm);
+  ctx.path = fmt::format("{} ranks ({} on a GPU, {} on the CPU), each with {}; {}partial top-{} lists merged per query block on "
+                         "its owner (MPI_Reduce, merge operator), answer gathered on rank 0 (MPI_Gatherv)",
+                         ranks, gpu_ranks, ranks - gpu_ranks, engine, p.self_join ? "self-join: each shard broadcast in turn as a query block; " : "",
+                         topk);
+  for (int r = 0; r < int(ranks_said.size()); ++r) ctx.path += fmt::format("; rank {}: {}", r, ranks_said[r]);
 }
 #else
 bool built_with_mpi() { return false; }

@@ -26,9 +26,17 @@ using LocalSearch = std::function<void(const Problem& sub, Neighbors out)>;
 // The CPU engine: v0's row (core/topk.hpp) for each query, the queries spread over OpenMP threads.
 void cpu_search(const Problem& sub, Neighbors out);
 
+// What this rank's local engine did in the call just made (its own path and phases), for ctx.path.
+using LocalDetail = std::function<std::string()>;
+
 // The whole query on this rank; rank 0's `out` receives the answer. `engine` names the local
-// engine in ctx.path. With one rank (ctx.env.ranks == 1) it is the local search alone.
-void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& search, const std::string& engine);
+// engine in ctx.path; `detail` (optional) says per rank what it did: rank 0 gathers every rank's
+// local time and detail into ctx.path, so that a slow rank explains itself. Each local search gets
+// the whole problem's traits (p.values: the harness examines every rank's values), so the engine
+// takes the paths it takes for that shape on one GPU. With one rank (ctx.env.ranks == 1) it is the
+// local search alone.
+void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& search, const std::string& engine,
+           const LocalDetail& detail = {});
 
 // Whether this build can run it: "built without MPI" otherwise.
 bool built_with_mpi();

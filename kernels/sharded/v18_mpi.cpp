@@ -23,14 +23,21 @@ void v18_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     knn::Environment one = ctx.env;  // v15's engine runs on env.devices[0]: this rank's GPU
     one.devices = {*gpu};
     ctx.devices_used = {gpu->ordinal};
+    knn::TimingSink engine_phases;  // v15's own phases, summed over this call's local searches
+    std::string engine_path;
     const auto search = [&](const knn::Problem& sub, knn::Neighbors part) {
       if (sub.n < sub.topk) return knn::sharded::cpu_search(sub, part);  // a shard smaller than topk
-      knn::TimingSink engine_phases;  // v15's own phases stay inside the local search
       knn::RunContext engine{engine_phases, one, {}, {}};  // one.params: v18's values of the engine's parameters
       knn::gpu::fused_topk_search(sub, part, engine);
       ctx.chosen = engine.chosen;
+      if (engine_path.empty()) engine_path = engine.path;
     };
-    return knn::sharded::query(p, out, ctx, search, fmt::format("v15's engine on GPU {}", gpu->ordinal));
+    const auto detail = [&] {  // this rank's engine: its phases and path
+      std::string phases;
+      for (const auto& [name, ms] : engine_phases.phases()) phases += fmt::format("{}{} {:.3f}", phases.empty() ? "" : ", ", name, ms);
+      return fmt::format("GPU {} [{}]: {}", gpu->ordinal, phases, engine_path.empty() ? "no engine call (shard below topk)" : engine_path);
+    };
+    return knn::sharded::query(p, out, ctx, search, "v15's engine on its GPU", detail);
   }
 #endif
   (void)gpu;

@@ -11,6 +11,11 @@
 #   cpu2     the same case with 2 cores per rank (1, 2, 4, 8 ranks: 2 to 16 cores) -> cpu2-ranks{1,2,4,8}.*
 #   gpu      1 and 2 ranks on the one GPU (v15's engine; cores/ranks cores each): (16, 16384, 2^25) top-8
 #            and case 9's shape at 2^26 references                          -> gpu-ranks{1,2}-*.{json,md}
+#   multigpu one rank per GPU (1, 2, 4, ..., every GPU of this machine; GPUS=1,2 narrows): the 2^25 shape
+#            and the 2^26 top-1 shape above -> mgpu-ranks{N}-{2p25,2p26}.*; cases 8-11 with v18 on every
+#            GPU (mpirun) -> mgpu-v18-default.*, beside v8/v9 on every GPU (one process) -> mgpu-v8v9-default.*;
+#            the real cases 500, 501, 510, 512 with v18 on 1 rank and on every GPU -> mgpu-real-ranks{1,N}.*
+#            (cases whose data files are absent are left out; REAL_TRUTH=live as gpu-check.sh)
 # Results land in $OUT (default results/local/mpi-check). STEPS="tests gpupath cpu cpu2 gpu" narrows it.
 set -uo pipefail
 export PATH="$PATH:/usr/local/cuda/bin"
@@ -18,6 +23,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-results/local/mpi-check}
 mkdir -p "$OUT"
 STEPS=${STEPS:-tests gpupath cpu cpu2 gpu}
+LIMIT=${LIMIT:-60}  # seconds per mpirun
 log() { echo "== mpi-check $(date -u +%H:%M:%S): $*" | tee -a "$OUT/mpi-check.log"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
 cores=$(nproc)
@@ -49,7 +55,7 @@ run() {  # run NAME NP THREADS [env...] -- knnbench args
   local name=$1 np=$2 threads=$3
   shift 3
   log "$name: $np rank(s) x $threads threads: $*"
-  OMP_NUM_THREADS=$threads timeout 60 "${mpi[@]}" -np "$np" "$bin/knnbench" "$@" --json "$OUT/$name.json" --md "$OUT/$name.md" \
+  OMP_NUM_THREADS=$threads timeout "$LIMIT" "${mpi[@]}" -np "$np" "$bin/knnbench" "$@" --json "$OUT/$name.json" --md "$OUT/$name.md" \
     >"$OUT/$name.log" 2>&1
   local rc=$?
   [ $rc = 0 ] || { status=1; log "$name: exit $rc"; tail -5 "$OUT/$name.log"; }
@@ -77,6 +83,34 @@ if has gpu; then
   for np in 1 2; do
     run gpu-ranks$np-2p25 $np $((cores / np)) --version v18 --k 16 --m 16384 --n 33554432 --topk 8 --validate-queries 16 "${slow[@]}"
     run gpu-ranks$np-case9x4 $np $((cores / np)) --version v18 --k 16 --m 1 --n 67108864 --topk 1 "${fast[@]}"
+  done
+fi
+if has multigpu; then
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  counts=${GPUS:-$(for g in 1 2 4 8 16; do [ "$g" -le "$ngpu" ] && echo -n "$g,"; done)}
+  for np in ${counts//,/ }; do
+    run mgpu-ranks$np-2p25 $np $((cores / np)) --version v18 --k 16 --m 16384 --n 33554432 --topk 8 --validate-queries 16 "${slow[@]}"
+    run mgpu-ranks$np-2p26 $np $((cores / np)) --version v18 --k 16 --m 1 --n 67108864 --topk 1 "${fast[@]}"
+  done
+  run mgpu-v18-default "$ngpu" $((cores / ngpu)) --version v18 --case 8-11 "${fast[@]}"
+  log "mgpu-v8v9-default: v8, v9 on $ngpu GPUs, one process"
+  timeout "$LIMIT" "$bin/knnbench" --version v8,v9 --case 8-11 --devices "$(seq -s, 0 $((ngpu - 1)))" "${fast[@]}" \
+    --json "$OUT/mgpu-v8v9-default.json" --md "$OUT/mgpu-v8v9-default.md" >"$OUT/mgpu-v8v9-default.log" 2>&1 || status=1
+  grep -E "^(Pass|Fail|Skip)" "$OUT/mgpu-v8v9-default.log" | tee -a "$OUT/mpi-check.log"
+  real=configs/real.json
+  if [ "${REAL_TRUTH:-}" = live ]; then  # the ground truths that are absent: validated against v0 live
+    python3 - configs/real.json configs/.real-live.json <<'PY' && real=configs/.real-live.json
+import json, os, sys
+m = json.load(open(sys.argv[1]))
+for c in m["cases"]:
+    f = c.get("ground_truth_file")
+    if f and not os.path.exists(os.path.join(os.path.dirname(sys.argv[1]), f)):
+        del c["ground_truth_file"]
+json.dump(m, open(sys.argv[2], "w"))
+PY
+  fi
+  for np in 1 "$ngpu"; do
+    run mgpu-real-ranks$np $np $((cores / np)) --config "$real" --case 500,501,510,512 --version v18 "${fast[@]}"
   done
 fi
 log "done (status $status)"
