@@ -31,6 +31,12 @@
 #   slowed     compare's eye for a slowdown: v1-v7 and test-only t8 (v4 rescanning SLOWDOWN_PCT % more
 #              references, default 10) on cases 8-11 at 0 % and at that %, then compare
 #                                                    -> integrity/slowed-{0,N}.*, compare-slowed.txt
+#   ab         knnbench ab's experiments (docs/measurement.md): the same binary as A and B on the default
+#              matrix's cases AB_CASES (default 0-7; 8-11 hold calls of seconds for the CPU versions) with
+#              every version -> ab/same.*; test-only t7 (v0 slowed) and t8 (v4 with more work) slowed by
+#              SLOWDOWN_PCT % against 0 %, beside v0-v7 (cases AB_SLOWED_CASES, default 4-8) -> ab/slowed.*;
+#              two separate runs of the same cases and compare (the host canary's HOST DRIFT)
+#              -> ab/run-{1,2}.*, ab/compare-runs.txt. AB_PROCESSES per side (default 8)
 #   scaling    v8/v9 on 1, 2 and all GPUs -> devices{1,2,N}.*; then mpirun: scripts/gpu/mpi-check.sh
 #              (MPI_STEPS narrows its steps)                                           -> mpi/*
 #   (real, peers-gpu: REAL_TRUTH=live runs the real cases whose ground-truth files are absent, validated
@@ -54,7 +60,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     --sanitize) steps+=(sanitize) ;;
-    build|tests|gputests|gpuall|sanitize|matrix|pageable|trees|seeds|real|integrity|slowed|scaling|peers-gpu|peers-cpu) steps+=("$1") ;;
+    build|tests|gputests|gpuall|sanitize|matrix|pageable|trees|seeds|real|integrity|slowed|ab|scaling|peers-gpu|peers-cpu) steps+=("$1") ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | grep '^#'; exit 0 ;;
     *) echo "gpu-check.sh: unknown step '$1' (try --help; the studies are scripts/tune/run-study.sh)" >&2; exit 2 ;;
   esac
@@ -251,6 +257,26 @@ for step in "${steps[@]}"; do
       done
       "$bin" compare --ignore-params "$OUT/integrity/slowed-0.json" "$OUT/integrity/slowed-$pct.json" >"$OUT/integrity/compare-slowed.txt" 2>&1
       log "compare slowed: exit $? (expected 1: the t8 rows are SLOWER; compare-slowed.txt counts them)"
+      ;;
+    ab)
+      mkdir -p "$OUT/ab"
+      short=(--no-validate --warmup 1 --min-samples 3 --max-samples 10 --min-time 0 --max-time 1)
+      procs=(--processes "${AB_PROCESSES:-8}")
+      log "ab: same binary as A and B, cases ${AB_CASES:-0-7}, every version"
+      "$bin" ab --case "${AB_CASES:-0-7}" "${procs[@]}" "${short[@]}" --json "$OUT/ab/same.json" --md "$OUT/ab/same.md" \
+        "${extra[@]}" >"$OUT/ab/same.log" 2>&1
+      log "ab same: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same.log"
+      pct=${SLOWDOWN_PCT:-10}
+      log "ab: t7 and t8 slowed by $pct % against 0 %, beside v0-v7, cases ${AB_SLOWED_CASES:-4-8}"
+      "$testbin" ab --case "${AB_SLOWED_CASES:-4-8}" --version v0-v7,t7,t8 "${procs[@]}" "${short[@]}" \
+        --a-param t7.slowdown=0 --a-param t8.slowdown=0 --b-param t7.slowdown=$pct --b-param t8.slowdown=$pct \
+        --json "$OUT/ab/slowed.json" --md "$OUT/ab/slowed.md" "${extra[@]}" >"$OUT/ab/slowed.log" 2>&1
+      log "ab slowed: exit $? (expected 1: t7 and t8 SLOWER where the slowdown is over 5 % of the call)"; tail -n 4 "$OUT/ab/slowed.log"
+      for r in 1 2; do
+        run "$OUT/ab/run-$r" -- "$bin" --case "${AB_CASES:-0-7}" "${short[@]}" >/dev/null
+      done
+      "$bin" compare "$OUT/ab/run-1.json" "$OUT/ab/run-2.json" >"$OUT/ab/compare-runs.txt" 2>&1
+      log "compare of two runs: exit $? (HOST DRIFT rows do not count)"; tail -n 3 "$OUT/ab/compare-runs.txt"
       ;;
     scaling)
       for d in 1 2 "$ngpu"; do
