@@ -120,12 +120,15 @@ void agree(const std::optional<std::string>& failure, int rank, int ranks, MPI_C
   for (int done = 0; !done;) {
     MPI_Test(&request, &done, MPI_STATUS_IGNORE);
     if (done) break;
-    if (ms_since(t0) > 1e3 * timeout_s()) {
+    const double waited = ms_since(t0);
+    if (waited > 1e3 * timeout_s()) {
       fmt::print(stderr, "knnbench (rank {}): v18: no answer from every rank within {} s (KNN_MPI_TIMEOUT_S); ending the job\n", rank,
                  timeout_s());
       MPI_Abort(MPI_COMM_WORLD, 3);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    // Polled without a pause for the first 20 ms (a sub-millisecond call must not wait for a sleep to
+    // end), then every 200 us (a slow rank must not cost the others a core).
+    if (waited > 20) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   if (first == ranks) return;
   int length = first == rank ? int(failure->size()) : 0;
@@ -247,12 +250,14 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
   ctx.timing.add("local", local_ms);
   ctx.timing.add("wait", wait_ms);  // for the slowest rank's local search (and the failure vote)
   ctx.timing.add("merge", merge_ms);
-  int gpu_ranks = ctx.devices_used.empty() ? 0 : 1;
-  MPI_Allreduce(MPI_IN_PLACE, &gpu_ranks, 1, MPI_INT, MPI_SUM, comm);
-  const std::vector<std::string> ranks_said = gather_text(fmt::format("local {:.3f} ms{}", local_ms, detail ? ", " + detail() : ""), rank, ranks, comm);
-  ctx.path = fmt::format("{} ranks ({} on a GPU, {} on the CPU), each with {}; {}partial top-{} lists merged per query block on "
+  // Each rank's local time and engine detail, gathered on rank 0 (which alone writes the path).
+  const std::vector<std::string> ranks_said =
+      gather_text(fmt::format("{}local {:.3f} ms{}", ctx.devices_used.empty() ? "CPU, " : "", local_ms, detail ? ", " + detail() : ""), rank, ranks, comm);
+  if (rank != 0) return;
+  const auto on_cpu = std::count_if(ranks_said.begin(), ranks_said.end(), [](const std::string& t) { return t.rfind("CPU, ", 0) == 0; });
+  ctx.path = fmt::format("{} ranks ({} on a GPU, {} on the CPU), rank 0 with {}; {}partial top-{} lists merged per query block on "
                          "its owner (MPI_Reduce, merge operator), answer gathered on rank 0 (MPI_Gatherv)",
-                         ranks, gpu_ranks, ranks - gpu_ranks, engine, p.self_join ? "self-join: each shard broadcast in turn as a query block; " : "",
+                         ranks, ranks - on_cpu, on_cpu, engine, p.self_join ? "self-join: each shard broadcast in turn as a query block; " : "",
                          topk);
   for (int r = 0; r < int(ranks_said.size()); ++r) ctx.path += fmt::format("; rank {}: {}", r, ranks_said[r]);
 }
