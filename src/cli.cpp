@@ -52,7 +52,7 @@ int list(const RunOptions& opts) {
   const Matrix mx = run_matrix(opts);
   const std::vector<Case> cases = select_cases(mx, opts.case_specs, opts.groups);
   // The plan a run would make: every --param and the matrix's "params" checked as a run checks them.
-  const Plan plan = make_plan(cases, versions, PlanChoices{opts.seed, 0, false, false, opts.param_specs});
+  const Plan plan = make_plan(cases, versions, PlanChoices{opts.seed, 0, false, false, opts.param_specs, mx.file});
   fmt::print("Versions:\n");
   std::size_t id_width = 4;  // "v17"; the peers' ids are longer
   for (const VersionDesc* v : versions) id_width = std::max(id_width, v->id.size());

@@ -67,8 +67,8 @@ struct Checker {
     }
   }
 
-  // "params": {"v16.test": ["box", "median"], "v16.leaf": 128} -> {"v16.test=box,median", "v16.leaf=128"}.
-  // Only the form is checked here: the plan checks the versions and values against the registry.
+  // "params": {"v16.test": ["box", "median"], "v16.leaf": 128} -> {"v16.test=box,median", "v16.leaf=128"}; only the form
+  // is checked here (a repeated value is named): the plan checks the versions and values against the registry.
   std::vector<std::string> params(const json& v, const std::string& path) const {
     if (!v.is_object() || v.empty()) fail(path, v, "an object of \"VERSION.NAME\": a value or a list of values (e.g. {\"v16.test\": [\"box\", \"median\"]})");
     std::vector<std::string> out;
@@ -83,8 +83,9 @@ struct Checker {
       }
       try {
         parse_param_request(text, p);  // also refuses an empty list ("v16.leaf=")
-      } catch (const ParamError&) {
-        fail(p, it.value(), "a key VERSION.NAME (e.g. \"v16.leaf\") and distinct values: a word, an integer, or a non-empty list of them");
+      } catch (const ParamError& e) {  // its reason after "PATH 'TEXT': ": the repeated value, an empty one, a bad key
+        const std::string why = e.what(), reason = why.find("': ") == std::string::npos ? why : why.substr(why.find("': ") + 3);
+        fail(p, it.value(), fmt::format("a key VERSION.NAME (e.g. \"v16.leaf\") and distinct values, each a word or an integer ({})", reason));
       }
       out.push_back(std::move(text));
     }
@@ -101,8 +102,7 @@ struct Checker {
   }
 
   std::uint64_t seed(const json& v, const std::string& path) const {
-    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<long long>() < 0))
-      fail(path, v, "a seed (a non-negative integer below 2^64)");
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<long long>() < 0)) fail(path, v, "a seed (a non-negative integer below 2^64)");
     return v.get<std::uint64_t>();
   }
 

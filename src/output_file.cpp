@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -116,6 +117,9 @@ void probe_folder(const std::string& who, const fs::path& folder) {
   ::close(fd);
   ::unlink(probe.c_str());
 }
+
+// /dev/null (character device 1:3), the sink that takes every write and keeps nothing.
+bool is_null_device(const struct stat& st) { return S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3; }
 
 // Where a path leads: absolute, symlinks followed even when their target does not exist yet (a
 // dangling link is written through), the rest canonical as far as it exists, `..` folded.
@@ -254,12 +258,23 @@ void check_output(const std::string& flag, const std::string& path) {
   const std::string who = flag + " " + path, target = resolve(path);
   struct stat st {};
   if (::stat(target.c_str(), &st) != 0) {
-    if (errno != ENOENT) fail(who, "cannot look at it", errno);
+    if (errno != ENOENT && errno != ENOTDIR) fail(who, "cannot look at it", errno);  // ENOTDIR: probe_folder names the folder
   } else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode)) {
     if (held_streams.count(target)) return;
     const int fd = open_stream(target, who);
-    if (S_ISFIFO(st.st_mode)) held_streams[target] = fd;  // its reader would see an end of file if closed now
-    else ::close(fd);
+    if (S_ISFIFO(st.st_mode)) {
+      held_streams[target] = fd;  // its reader would see an end of file if closed now
+      return;
+    }
+    const bool terminal = ::isatty(fd) == 1;
+    ::close(fd);
+    // A device gets the document once, at the end, with no journal beside it: one whose writes may
+    // fail (/dev/full, a disk's raw node, a serial line) would lose every finished result then.
+    if (!terminal && !is_null_device(st))
+      throw ConfigError(fmt::format("{}: is a character device ({}:{}) other than /dev/null or a terminal: it gets the results once, at "
+                                    "the end, with no journal beside it, so a failed write there would lose every finished result; "
+                                    "name a regular file (or - to pipe them)",
+                                    who, major(st.st_rdev), minor(st.st_rdev)));
     return;
   } else if (!S_ISREG(st.st_mode)) {
     throw ConfigError(fmt::format("{}: is {}: expected a file to write", who, kind_of(st)));

@@ -48,7 +48,8 @@ std::string control_characters_in(const std::string& path);
 void refuse_control_characters(const std::string& flag, const std::string& path);
 // One output file (--json, --md, --csv): no control character; not a directory, socket or block
 // device; a FIFO has a reader (found without blocking, then held open for the final write); a
-// character device opens for writing; otherwise its folder (created if missing) takes a new file:
+// character device is /dev/null or a terminal (a device gets the document once, at the end, with no
+// journal: one whose writes fail, /dev/full, would lose every finished result) and opens for writing; otherwise its folder (created if missing) takes a new file:
 // a probe file is created there and removed. "-" and /dev/stdout-like names pass.
 void check_output(const std::string& flag, const std::string& path);
 // The journal beside a results file (results_journal.hpp): absent or a regular file, never a link

@@ -55,15 +55,29 @@ std::string describe_params(const std::vector<const VersionDesc*>& versions) {
   return out;
 }
 
-std::string describe_variants(const Plan& plan, const std::vector<Case>& cases) {
-  std::vector<std::string> labels, aside;
-  for (const CasePlan& cp : plan.cases)
-    for (const PlanItem& item : cp.items)
-      if (!item.params.set_names().empty() && std::find(labels.begin(), labels.end(), item.label()) == labels.end()) labels.push_back(item.label());
+std::vector<std::string> settings_set_aside(const std::vector<Case>& cases) {
+  std::vector<std::string> aside;
   for (const Case& c : cases)
     for (const std::string& spec : c.param_specs)
       if (Registry::instance().find(spec.substr(0, spec.find('.'))) == nullptr && std::find(aside.begin(), aside.end(), spec) == aside.end())
         aside.push_back(spec);
+  return aside;
+}
+
+std::string set_aside_warning(const std::vector<Case>& cases, const std::string& matrix_file) {
+  const std::vector<std::string> aside = settings_set_aside(cases);
+  if (aside.empty()) return "";
+  return fmt::format("knnbench: warning: {}: \"params\" for {} this build does not have, set aside: {} (a version built only with "
+                     "CUDA, or a misspelt id: knnbench --list names this build's versions)\n",
+                     matrix_file, aside.size() == 1 ? "a version" : "versions", fmt::join(aside, ", "));
+}
+
+std::string describe_variants(const Plan& plan, const std::vector<Case>& cases) {
+  std::vector<std::string> labels;
+  for (const CasePlan& cp : plan.cases)
+    for (const PlanItem& item : cp.items)
+      if (!item.params.set_names().empty() && std::find(labels.begin(), labels.end(), item.label()) == labels.end()) labels.push_back(item.label());
+  const std::vector<std::string> aside = settings_set_aside(cases);
   std::string out;
   if (!labels.empty()) out += fmt::format("\nVariants ({} runs of (case, version) in all):\n  {}\n", plan.total(), fmt::join(labels, "\n  "));
   if (!aside.empty()) out += fmt::format("\nSettings for versions this build does not have (set aside):\n  {}\n", fmt::join(aside, "\n  "));

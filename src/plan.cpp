@@ -56,8 +56,8 @@ std::vector<ParamRequest> command_line_requests(const std::vector<std::string>& 
 
 // The command line's requests, then the case's for the parameters the command line does not set: a
 // --param overrides the matrix, as flags override a file.
-std::vector<ParamRequest> merged(const std::vector<ParamRequest>& cli, const Case& c) {
-  const std::string where = fmt::format("case {}: params", c.id);
+std::vector<ParamRequest> merged(const std::vector<ParamRequest>& cli, const Case& c, const std::string& file) {
+  const std::string where = fmt::format("{}{}case {}: params", file, file.empty() ? "" : ": ", c.id);
   // A version this build does not have (a GPU version in a build without CUDA) runs nowhere here: its
   // settings are set aside (--list names them), as those of a version not selected are.
   std::vector<ParamRequest> out = cli;
@@ -86,8 +86,9 @@ Plan make_plan(const std::vector<Case>& cases, const std::vector<const VersionDe
     cp.c = original;
     if (choices.seed) cp.c.seed = *choices.seed;
     cp.validate_queries = choices.validate_queries > 0 ? choices.validate_queries : cp.c.validate_queries;
-    const std::vector<ParamRequest> requests = merged(cli, cp.c);
-    const std::string where = cp.c.param_specs.empty() ? std::string("--param") : fmt::format("case {}", cp.c.id);
+    const std::vector<ParamRequest> requests = merged(cli, cp.c, choices.matrix_file);
+    const std::string& file = choices.matrix_file;
+    const std::string where = cp.c.param_specs.empty() ? std::string("--param") : fmt::format("{}{}case {}", file, file.empty() ? "" : ": ", cp.c.id);
     for (const Way w : {Way::sharded, whole})
       for (const VersionDesc* v : versions)
         if (way_of(v) == w)

@@ -51,6 +51,7 @@ struct PlanChoices {
   bool many_ranks = false;            // under mpirun with more than one rank
   // --param VERSION.NAME=V1[,V2...]: each names a selected version; several values sweep.
   std::vector<std::string> param_specs;
+  std::string matrix_file;  // names the file in errors of a case's "params"
 };
 
 // Every case with every version, in the order given, each version once per combination of its

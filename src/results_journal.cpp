@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "output_file.hpp"
 #include "results_schema.hpp"
@@ -28,7 +29,7 @@ void write_line(int fd, const std::string& line, const std::string& path) {
 
 std::string journal_path(const std::string& results_path) { return results_path + ".journal"; }
 
-Journal::Journal(std::string results_path, const std::string& date_utc) : path_(journal_path(results_path)) {
+Journal::Journal(std::string results_path, const std::string& date_utc) : path_(journal_path(results_path)), results_path_(std::move(results_path)) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(path_, "cannot create the journal", errno);
   write_line(fd_, nlohmann::ordered_json{{"journal_of", "knnbench"}, {"date_utc", date_utc}}.dump() + "\n", path_);
@@ -38,7 +39,18 @@ Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void Journal::append(const nlohmann::ordered_json& result) { write_line(fd_, result.dump() + "\n", path_); }
+void Journal::append(const nlohmann::ordered_json& result) {
+  try {
+    write_line(fd_, result.dump() + "\n", path_);
+  } catch (const ConfigError& e) {  // a full disk mid-run: name the results file and where the results are
+    throw ConfigError(fmt::format("--json {}: result {} could not be booked in its journal ({}); the run stops here. Its finished "
+                                  "results are saved whole in {} when it can still be written (the journal is then removed), else the {} booked before "
+                                  "it are kept in "
+                                  "the journal {} beside {}: keep both files; `knnbench report {} --md FILE` reads them either way",
+                                  results_path_, booked_ + 1, e.what(), results_path_, booked_, path_, results_path_, results_path_));
+  }
+  ++booked_;
+}
 
 void Journal::remove() {
   if (fd_ >= 0) ::close(fd_);

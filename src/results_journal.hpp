@@ -25,14 +25,17 @@ class Journal {
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
-  // Appends one line and makes it durable (fdatasync) before returning.
+  // Appends one line and makes it durable (fdatasync) before returning. A failed write (a full disk)
+  // is a ConfigError naming the results file, the result, the system's reason and where the results
+  // booked before it are.
   void append(const nlohmann::ordered_json& result);
   // The results file now holds everything: the journal goes.
   void remove();
 
  private:
-  std::string path_;
+  std::string path_, results_path_;
   int fd_ = -1;
+  std::size_t booked_ = 0;
 };
 
 // When `results_path` has a journal of the same run as `doc` and doc holds no results yet (the

@@ -1,7 +1,7 @@
 // What a results file's results must agree with, beyond each field's type and range
 // (results_schema_read.cpp): stats.samples is the length of samples_ms; every stat derived from
 // the samples (median, min, max, mean, stdev, noise, the median's interval and noise) is what they
-// give; a pass has a finite, non-negative median from at least one sample; an inexact result is a
+// give; a fail says why; a pass has a finite, non-negative median from at least one sample; an inexact result is a
 // peer's failed answer; no (case, version) appears twice. A file that breaks one is corrupt or
 // edited, and comparing it would print nonsense with exit 0: the reader refuses it, naming the
 // file, the result and the field.
@@ -90,6 +90,11 @@ void check_results_agree(const std::vector<std::string>& labels, const std::vect
     // inexact is a peer's answer that failed validation: it says so, and only a peer has it.
     if (r.status == Status::inexact && (!r.validated || r.validation.pass))
       bad(label, "status", "\"inexact\", but its validation did not fail (inexact is a peer's answer that failed validation)");
+    // The writer gives every fail its reason (the error, or the failed validation's counts): one with
+    // neither a reason nor a failed validation says nothing of why it failed.
+    if (r.status == Status::fail && r.reason.empty() && !(r.validated && !r.validation.pass))
+      bad(label, "status", fmt::format("\"fail\" with no reason, but its validation {}: a fail says why (its reason) or holds a failed validation",
+                                       r.validated ? "passed" : "is off"));
     if (r.status == Status::inexact && r.family != "peer")
       bad(label, "status", fmt::format("\"inexact\" for family \"{}\": only a peer is graded inexact, knnbench's own versions fail", r.family));
     // What the writer never writes: a family outside the five, a validation of more queries than the

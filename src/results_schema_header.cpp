@@ -125,6 +125,11 @@ void check_header(const json& doc, const std::string& file) {
                  {{"warmup", K::count}, {"min_samples", K::count}, {"max_samples", K::count}, {"min_time_s", K::number},
                   {"max_time_s", K::number}, {"validate", K::boolean}, {"validate_queries", K::count}, {"host_memory", K::text},
                   {"max_noise_pct", K::number}});
+  if (const auto it = doc.find("options"); it != doc.end()) {
+    const auto lo = it->find("min_samples"), hi = it->find("max_samples");
+    if (lo != it->end() && hi != it->end() && lo->get<long long>() > hi->get<long long>())
+      bad(file, "options.min_samples", fmt::format("{}, above options.max_samples {}: a run takes at most max_samples", lo->dump(), hi->dump()));
+  }
 }
 
 }  // namespace knn

@@ -24,6 +24,7 @@
 #include "isolate.hpp"
 #include "mpi_env.hpp"
 #include "output_file.hpp"
+#include "param_list.hpp"
 #include "plan.hpp"
 #include "prepare.hpp"
 #include "report.hpp"
@@ -262,8 +263,9 @@ int run_benchmark(const RunOptions& opts) {
   if (opts.ignore_matrix_params)
     for (Case& c : cases) c.param_specs.clear();  // an --isolate child: its --param is the variant
   const Plan plan = make_plan(cases, select_versions(opts.version_specs),
-                              PlanChoices{opts.seed, opts.measure.validate_queries, opts.isolate, mpi_world().many(), opts.param_specs});
+                              PlanChoices{opts.seed, opts.measure.validate_queries, opts.isolate, mpi_world().many(), opts.param_specs, mx.file});
   check_outputs(opts, mx, plan);
+  if (mpi_world().root() && !opts.isolated_child) fmt::print(stderr, "{}", set_aside_warning(cases, mx.file));
 
   Environment env;
   RunInfo info = describe_run(opts, mx, env);

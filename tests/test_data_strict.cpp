@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli_support.hpp"
+#include "test_support.hpp"
 #include "core/errors.hpp"
 #include "datafile.hpp"
 #include "matrix.hpp"
@@ -31,18 +32,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Dir {
-  fs::path path;
-  Dir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("knn_data_strict_{}_{}", ::getpid(), counter++);
-    fs::create_directories(path);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
+// A temporary folder of its own (tests/test_support.hpp).
+struct Dir : knn::testing::TempDir {
+  Dir() : TempDir("knn_data_strict") {}
 };
 
 void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }
@@ -106,13 +98,15 @@ std::string matrix(const Dir& dir, const std::string& cases) {
 
 const std::string kFast = " --version v0 --warmup 0 --min-samples 1 --max-samples 1 --min-time 0 ";
 
-std::string npy_i4(std::size_t rows, std::size_t cols, const std::vector<std::int32_t>& v) {
-  std::string header = fmt::format("{{'descr': '<i4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
+template <class T>
+std::string npy(std::size_t rows, std::size_t cols, const std::vector<T>& v, const char* descr) {
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}, {}), }}", descr, rows, cols);
   header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
   std::string s = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
   s.append(reinterpret_cast<const char*>(v.data()), v.size() * 4);
   return s;
 }
+std::string npy_i4(std::size_t rows, std::size_t cols, const std::vector<std::int32_t>& v) { return npy(rows, cols, v, "<i4"); }
 
 // ---------------------------------------------------------------- IDX and gzip
 
@@ -188,6 +182,29 @@ TEST(DataStrictTruth, AnNpyGroundTruthTooShallowIsRefusedWhenTheMatrixLoadsBefor
   // Deep enough: listed.
   write(d.file("t.npy"), npy_i4(6, 4, idx));
   EXPECT_EQ(knnbench("--config '" + matrix(d, R"({"id":2,"k":3,"m":6,"n":20,"topk":4,"ground_truth_file":"t.npy"})") + "' --list").code, 0);
+}
+
+// Validation compares an answer with the ground truth by distance, rank by rank (each row's true
+// distances sorted), never index by index: neighbours at equal distances may come in any order, in
+// the answer and in the ground truth. So a ground-truth file that lists equal-distance neighbours out
+// of index order (5, 3, 2 at distance 1; 3 before 1 at 32) is accepted and v0 passes against it, and
+// a ground truth that is wrong (a far point in place of a tie) still fails v0: the file is used.
+TEST(DataStrictTruth, EqualDistanceNeighboursInAnyIndexOrderAreAcceptedAWrongOneStillFails) {
+  Dir d;
+  const std::vector<float> q{0, 0, 5, 4}, r{5, 5, 1, 0, 0, 1, 1, 0, 9, 9, 0, -1};  // r1 = r3; q0 is 1 from r1, r2, r3, r5
+  write(d.file("q.npy"), npy(2, 2, q, "<f4"));
+  write(d.file("r.npy"), npy(6, 2, r, "<f4"));
+  const std::string cases = R"({"id":7,"k":2,"m":2,"n":6,"topk":3,"queries_file":"q.npy","references_file":"r.npy","ground_truth_file":"t.npy"})";
+  write(d.file("t.npy"), npy_i4(2, 3, {5, 3, 2, 0, 3, 1}));
+  const auto ties = knnbench("--config '" + matrix(d, cases) + "'" + kFast + "--quiet --json '" + d.file("ties.json") + "'");
+  EXPECT_EQ(ties.code, 0) << ties.out;
+  std::ifstream in(d.file("ties.json"));
+  const auto doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["results"][0]["status"], "pass") << doc["results"][0].dump();
+  EXPECT_NE(doc["results"][0]["validation"]["ground_truth"].get<std::string>().find("t.npy"), std::string::npos) << doc["results"][0].dump();
+  write(d.file("t.npy"), npy_i4(2, 3, {5, 3, 0, 0, 3, 1}));  // r0 is 50 away from q0, not a neighbour
+  const auto wrong = knnbench("--config '" + matrix(d, cases) + "'" + kFast + "--quiet --json '" + d.file("wrong.json") + "'");
+  EXPECT_EQ(wrong.code, 1) << wrong.out;
 }
 
 #if KNN_HAVE_HDF5

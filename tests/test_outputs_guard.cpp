@@ -15,7 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <fmt/format.h>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -355,6 +357,77 @@ TEST(OutputsGuard, AFailedFinalWriteKeepsTheJournalAndSaysWhere) {
   const auto rebuilt = run(KNN_BINARY, "report " + json + " --md " + dir + "/again.md");
   EXPECT_EQ(rebuilt.code, 0) << rebuilt.out;
   EXPECT_TRUE(contains(slurp(dir + "/again.md"), "| v0 ")) << slurp(dir + "/again.md");
+}
+
+// A character device gets the document once, at the end, with no journal beside it: /dev/full (every
+// write fails with ENOSPC) would lose every finished result, so any device but /dev/null or a
+// terminal is refused before the run, for each output, and nothing is begun; /dev/null still takes
+// a run's --json (the markdown beside it is written).
+TEST(OutputsGuard, ADeviceOtherThanDevNullOrATerminalIsRefusedBeforeTheRun) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here: not run";
+  const std::string dir = scratch("device"), json = dir + "/r.json", md = dir + "/r.md";
+  for (const std::string flag : {"--json", "--md", "--csv"}) {
+    const std::string others = flag == "--json" ? " --md " + md : " --json " + json;
+    const auto r = run("timeout 60 " + std::string(KNN_BINARY), kAdhoc + flag + " /dev/full" + others);
+    EXPECT_EQ(r.code, 2) << flag << ": " << r.out;
+    EXPECT_TRUE(contains(r.out, flag + " /dev/full: is a character device (1:7) other than /dev/null or a terminal")) << r.out;
+    EXPECT_TRUE(contains(r.out, "would lose every finished result")) << r.out;
+    EXPECT_FALSE(fs::exists(json) || fs::exists(md)) << flag << ": the run began before the refusal";
+  }
+  const auto null = run("timeout 60 " + std::string(KNN_BINARY), kAdhoc + "--json /dev/null --md " + md);
+  EXPECT_EQ(null.code, 0) << null.out;
+  EXPECT_TRUE(contains(slurp(md), "| v0 ")) << slurp(md);
+}
+
+// An output in a folder that does not exist: the folder is made when the outputs are checked,
+// before the run (relative and absolute paths); one that cannot be made (a path through a regular
+// file) is refused then, naming the flag and the folder, and nothing is begun.
+TEST(OutputsGuard, AMissingOutputFolderIsMadeOrRefusedBeforeTheRun) {
+  const std::string dir = scratch("mdfolder"), json = dir + "/r.json";
+  const auto made = run("cd " + dir + " && timeout 60 " + std::string(KNN_BINARY), kAdhoc + "--json r.json --md dd/x.md --csv " + dir + "/ee/ff/x.csv");
+  EXPECT_EQ(made.code, 0) << made.out;
+  EXPECT_TRUE(contains(slurp(dir + "/dd/x.md"), "| v0 ")) << made.out;
+  EXPECT_TRUE(fs::exists(dir + "/ee/ff/x.csv")) << made.out;
+  fs::remove(json);
+  std::ofstream(dir + "/afile") << "x";
+  for (const std::string flag : {"--md", "--csv"}) {
+    const auto r = run("timeout 60 " + std::string(KNN_BINARY), kAdhoc + "--json " + json + " " + flag + " " + dir + "/afile/dd/x.out");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_TRUE(contains(r.out, flag + " " + dir + "/afile/dd/x.out: cannot create the folder " + dir + "/afile/dd")) << r.out;
+    EXPECT_FALSE(fs::exists(json)) << flag << ": the run began before the refusal";
+  }
+}
+
+// A full disk during the run (simulated: RLIMIT_FSIZE above the results file's header, below what
+// the journal grows to over 12 cases): the journal append that fails stops the run with exit 2 and
+// a message that names the --json file, the result, the reason, and where the results booked
+// before it are; `knnbench report` reads them from the header and the journal.
+TEST(OutputsGuard, AJournalWriteThatFailsMidRunNamesTheResultsFileAndWhereTheResultsAre) {
+  const std::string dir = scratch("journalfull"), json = dir + "/r.json", matrix = dir + "/m.json";
+  std::string cases;
+  for (int id = 0; id < 12; ++id) cases += fmt::format("{}{{\"id\": {}, \"k\": 4, \"m\": 8, \"n\": 64, \"topk\": 4}}", id ? ", " : "", id);
+  std::ofstream(matrix) << R"({"schema_version": 1, "cases": [)" + cases + "]}";
+  const std::string args = "--config " + matrix + " --version v0 --warmup 0 --min-samples 3 --max-samples 3 --min-time 0 --max-noise 0 --quiet";
+  ASSERT_EQ(run(KNN_BINARY, args + " --json " + dir + "/whole.json").code, 0);
+  std::ifstream in(dir + "/whole.json");
+  nlohmann::json whole = nlohmann::json::parse(in);
+  std::size_t journal = 64;  // its first line, then one compact line per result
+  for (const auto& r : whole["results"]) journal += r.dump().size() + 1;
+  whole["results"] = nlohmann::json::array();
+  const std::size_t header = whole.dump(1).size() + 1;
+  // Above the header and two results' lines, below the whole journal: the run stops after result 2.
+  const std::size_t per_result = (journal - 64) / 12, limit = std::max(header + 100, 64 + per_result * 5 / 2);
+  ASSERT_GT(journal, limit + 2 * per_result) << "the journal does not outgrow the header: no limit fits between";
+  const auto r = run_with_file_limit(args + " --json " + json, rlim_t(limit), dir + "/log");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(contains(r.out, "--json " + json + ": result ")) << r.out;
+  EXPECT_TRUE(contains(r.out, "could not be booked in its journal (" + json + ".journal: write failed (File too large))")) << r.out;
+  EXPECT_TRUE(contains(r.out, "kept in the journal " + json + ".journal beside " + json)) << r.out;
+  EXPECT_TRUE(contains(r.out, "knnbench report " + json)) << r.out;
+  ASSERT_TRUE(fs::exists(json + ".journal")) << r.out;
+  const auto rebuilt = run(KNN_BINARY, "report " + json + " --md " + dir + "/again.md");
+  EXPECT_EQ(rebuilt.code, 0) << rebuilt.out;
+  EXPECT_GE(count_of(slurp(dir + "/again.md"), "| v0 "), 1) << slurp(dir + "/again.md");
 }
 
 // Output names the command line refuses, each exit 2 naming the flag.

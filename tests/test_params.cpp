@@ -270,6 +270,38 @@ TEST(Params, AnIsolatedVariantRunsWithItsOwnValues) {
   EXPECT_EQ(doc["results"][1]["path"], "block=5 order=rows extra=on split=off");
 }
 
+// A matrix's "params" errors name the matrix file: a repeated value in a sweep is named at load;
+// a parameter the version does not declare is named with the file and the case (the plan, in a run
+// as in --list). Settings for a version this build does not register are set aside, not refused (a
+// GPU version in a build without CUDA and a misspelt id look alike to a build): a run says so on
+// stderr, naming them and the file, and still runs the rest; --list lists them.
+TEST(Params, MatrixParamsErrorsNameTheFileTheRepeatedValueAndTheSettingsSetAside) {
+  const std::string path = tmp("params-named.json"), json_path = tmp("params-named-out.json");
+  std::ofstream(path) << R"({"schema_version": 1, "params": {"t-params.block": [4, 4]}, "cases": [{"id": 1, "k": 4, "m": 8, "n": 64}]})";
+  try {
+    knn::load_matrix(path);
+    ADD_FAILURE() << "[4, 4] was accepted";
+  } catch (const knn::ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(path + ": /params/t-params.block: [an array of 2]: expected", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the value '4' is given twice"), std::string::npos) << e.what();
+  }
+  std::ofstream(path) << R"({"schema_version": 1, "cases": [{"id": 1, "k": 4, "m": 8, "n": 64, "params": {"t-params.blokc": 4}}]})";
+  for (const std::string how : {std::string("--list"), fmt::format("--warmup 0 --min-samples 3 --min-time 0 --quiet --json {}", json_path)}) {
+    const auto r = testbin(fmt::format("--config {} --version t-params {}", path, how));
+    EXPECT_EQ(r.code, 2) << how << ": " << r.out;
+    EXPECT_NE(r.out.find(path + ": case 1: t-params.blokc: no such parameter"), std::string::npos) << how << ": " << r.out;
+  }
+  std::ofstream(path) << R"({"schema_version": 1, "params": {"v99x.leaf": 4}, "cases": [{"id": 1, "k": 4, "m": 8, "n": 64, "topk": 2}]})";
+  const auto run = testbin(fmt::format("--config {} --version t-params --warmup 0 --min-samples 3 --min-time 0 --quiet --json {}", path, json_path));
+  EXPECT_EQ(run.code, 0) << run.out;
+  EXPECT_NE(run.out.find("knnbench: warning: " + path + ": \"params\" for a version this build does not have, set aside: v99x.leaf=4"),
+            std::string::npos)
+      << run.out;
+  const auto list = testbin(fmt::format("--config {} --version t-params --list", path));
+  EXPECT_EQ(list.code, 0) << list.out;
+  EXPECT_NE(list.out.find("set aside):\n  v99x.leaf=4"), std::string::npos) << list.out;
+}
+
 TEST(Params, TheCommandLineWinsOverTheMatrix) {
   const std::string path = tmp("case-params.json"), json_path = tmp("case-params-out.json");
   std::ofstream(path) << R"({"schema_version": 1, "cases": [{"id": 1, "k": 4, "m": 8, "n": 64, "topk": 2},

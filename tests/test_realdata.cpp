@@ -21,6 +21,7 @@
 
 #include "core/errors.hpp"
 #include "datafile.hpp"
+#include "test_support.hpp"
 
 #if KNN_HAVE_HDF5
 #include <hdf5.h>
@@ -30,18 +31,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Dir {
-  fs::path path;
-  Dir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / fmt::format("knn_realdata_{}_{}", ::getpid(), counter++);
-    fs::create_directories(path);
-  }
-  ~Dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
+// A temporary folder of its own (tests/test_support.hpp).
+struct Dir : knn::testing::TempDir {
+  Dir() : TempDir("knn_realdata") {}
 };
 
 void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }

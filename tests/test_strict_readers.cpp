@@ -348,6 +348,26 @@ TEST(StrictReaders, ContradictionsAreRefusedNamingFilePathAndValue) {
   }
 }
 
+// A fail says why: the writer gives each its reason (the error, or a failed validation's counts). A
+// fail whose validation passed and that gives no reason is refused, naming it; with a reason (an
+// error after the answer validated) it reads. A header whose options.min_samples is above
+// options.max_samples describes no run knnbench makes (it refuses --min-samples above
+// --max-samples): refused; equal ones read (the base file has 3 and 3).
+TEST(StrictReaders, AFailWithNeitherReasonNorFailedValidationAndMinSamplesAboveMaxAreRefused) {
+  json fail = base_document();
+  fail["results"][1]["status"] = "fail";
+  EXPECT_EQ(read_error(fail).rfind("f.json: results[1].status: \"fail\" with no reason, but its validation passed", 0), 0u) << read_error(fail);
+  fail["results"][1]["reason"] = "";
+  EXPECT_EQ(read_error(fail).rfind("f.json: results[1].status: \"fail\" with no reason", 0), 0u) << read_error(fail);
+  fail["results"][1]["reason"] = "error: the device was lost after the answer was validated";
+  EXPECT_EQ(read_error(fail), "");
+  json samples = base_document();
+  ASSERT_EQ(samples["options"]["max_samples"], 3);
+  EXPECT_EQ(read_error(samples), "");
+  samples["options"]["min_samples"] = 5;
+  EXPECT_EQ(read_error(samples).rfind("f.json: options.min_samples: 5, above options.max_samples 3", 0), 0u) << read_error(samples);
+}
+
 // ---------------------------------------------------------------- what the reader still accepts
 
 TEST(StrictReaders, WhatTheWriterWritesReadsBack) {

@@ -5,12 +5,16 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
+#include <unistd.h>
 
 #include "core/topk.hpp"
 #include "data.hpp"
@@ -44,6 +48,24 @@ struct Dataset {
     compute_reference(problem, Neighbors{idx.data(), dist.data()});
     return idx;
   }
+};
+
+// A fresh folder under the temporary directory, "<prefix>_<pid>_<n>", removed with all it holds at
+// the end of the scope.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& prefix) {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() / fmt::format("{}_{}_{}", prefix, ::getpid(), counter++);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
 // Sets an environment variable for one scope (unsets it when `value` is empty), then restores it.
