@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/problem.hpp"
+
 namespace knn {
 
 struct MpiWorld {
@@ -55,6 +57,11 @@ double mpi_root_value(double value);  // rank 0's value, on every rank
 bool mpi_any(bool flag);              // true on every rank when it is true on one
 // The first rank's reason (prefixed "rank R: ") when any rank has one; none when no rank has.
 std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mine);
+// The traits of every rank's values together (core/problem.hpp): the lowest of the lowest, the
+// highest of the highest, whole and finite only when they are on every rank. A rank that examined
+// no value (`none`: an empty shard) counts for nothing; when every rank is empty, examine_values of
+// nothing. With one rank, `mine`.
+ValueTraits mpi_combined_values(const ValueTraits& mine, bool none);
 // Waits until every rank arrives, sleeping between polls: a rank that waits while rank 0 measures
 // a version alone takes no CPU time from it.
 void mpi_wait_all();

@@ -26,6 +26,7 @@
 #include "core/errors.hpp"
 #include "matrix.hpp"
 #include "report.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -115,14 +116,7 @@ std::string join_lines(const std::vector<std::string>& lines, const char* eol = 
   return s;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& fn) { return knn::testing::config_error_of(fn); }
 
 bool one_line(const std::string& m) {
   for (unsigned char c : m)
@@ -242,12 +236,9 @@ TEST(DataFiles, ACsvFileOfOnlyAHeaderReadsAsZeroRows) {
 TEST(DataFiles, AHeaderLineIsSkippedOnlyWhenNoFieldIsANumber) {
   TempDir dir;
   const std::string path = dir.file("h.csv");
-  write_bytes(path, "x,1\n2,3\n");  // "1" is a number: line 1 is data, and "x" is refused
-  const auto info = knn::inspect_data_file(path, 0);
-  EXPECT_EQ(info.rows, 2u);
-  std::vector<float> got(4);
-  const std::string msg = error_of([&] { knn::read_data_file(info, got.data()); });
-  EXPECT_NE(msg.find(path + ":1:1: \"x\""), std::string::npos) << msg;
+  write_bytes(path, "x,1\n2,3\n");  // "1" is a number: line 1 is no header, and "x" no number: refused saying so
+  const std::string msg = error_of([&] { knn::inspect_data_file(path, 0); });
+  EXPECT_NE(msg.find(path + ":1:1: line 1 holds text (\"x\") beside numbers: expected a header line"), std::string::npos) << msg;
 }
 
 TEST(DataFiles, AFileChangedAfterItWasInspectedIsRefused) {
