@@ -125,6 +125,13 @@ ValueTraits mpi_combined_values(const ValueTraits& mine, bool none) {
   return t;
 }
 
+std::vector<std::uint64_t> mpi_gather_u64(std::uint64_t value) {
+  if (!g_world.many()) return {value};
+  std::vector<std::uint64_t> all(g_world.root() ? std::size_t(g_world.size) : 0);
+  MPI_Gather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, 0, g_comm);
+  return all;
+}
+
 void mpi_wait_all() {
   if (!g_world.many()) return;
   MPI_Request request;
@@ -167,6 +174,7 @@ double mpi_root_value(double value) { return value; }
 bool mpi_any(bool flag) { return flag; }
 std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mine) { return mine; }
 ValueTraits mpi_combined_values(const ValueTraits& mine, bool) { return mine; }
+std::vector<std::uint64_t> mpi_gather_u64(std::uint64_t value) { return {value}; }
 void mpi_wait_all() {}
 std::vector<RankPlace> mpi_gather_places(const std::string&, const std::string&) { return {}; }
 #endif

@@ -2,6 +2,7 @@
 // knnbench under mpirun: the harness's one room that knows MPI. Every rank runs the same matrix in
 // lockstep; rank 0 alone prints and writes results. Built without MPI, or started without mpirun,
 // the process is rank 0 of 1 and every function here is a no-op.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,8 @@ std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mi
 // no value (`none`: an empty shard) counts for nothing; when every rank is empty, examine_values of
 // nothing. With one rank, `mine`.
 ValueTraits mpi_combined_values(const ValueTraits& mine, bool none);
+// Each rank's `value`, gathered on rank 0 in rank order (empty on the other ranks); with one rank, {value}.
+std::vector<std::uint64_t> mpi_gather_u64(std::uint64_t value);
 // Waits until every rank arrives, sleeping between polls: a rank that waits while rank 0 measures
 // a version alone takes no CPU time from it.
 void mpi_wait_all();

@@ -60,8 +60,11 @@ class PreparedCase {
   void read_truth(const Matrix& mx);
   // Sharded (sharded_case.cpp): this rank's references; rank 0 streams them all for the checksum and reference.
   void prepare_shard(const Matrix& mx, HostMemory mode, bool validate, Progress& progress);
-  // Rank 0's pass over every reference: the checksums, the validation reference and the ground truth.
-  std::optional<std::string> stream_references(const Matrix& mx, bool validate, int piece_rows, Progress& progress);
+  // Rank 0's pass over every reference: the checksums, the validation reference and the ground
+  // truth; a data file's rows are checked against each rank's checksum of its shard (`shard_sums`,
+  // in rank order): the problem when a rank read them otherwise.
+  std::optional<std::string> stream_references(const Matrix& mx, bool validate, int piece_rows, Progress& progress,
+                                               const std::vector<std::uint64_t>& shard_sums);
   // Sets input_bytes (these inputs and their answers); the skip reason when that is over 90 % of
   // what the process can still allocate.
   std::optional<std::string> room_for(std::size_t query_floats, std::size_t reference_floats);

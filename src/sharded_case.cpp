@@ -115,6 +115,7 @@ ValueTraits both(ValueTraits a, const ValueTraits& b) {
   a.highest = a.finite ? std::max(a.highest, b.highest) : 0.f;
   return a;
 }
+[[noreturn]] void refuse_as(const std::string& what) { throw ConfigError(what); }
 double largest(const ValueTraits& t) { return std::max(std::abs(double(t.lowest)), std::abs(double(t.highest))); }
 
 }  // namespace
@@ -152,10 +153,19 @@ void PreparedCase::prepare_shard(const Matrix& mx, HostMemory mode, bool validat
     failure = e.what();
     return;
   }
+  // What each rank read, for rank 0 to compare with its own reading: ranks that see different files
+  // at one path (another host's copy) fail the case rather than search data rank 0 never saw.
+  std::vector<std::uint64_t> shard_sums, query_sums;
+  if (files) shard_sums = mpi_gather_u64(checksum(references_->data(), rf));
+  if (!c.queries_path.empty()) query_sums = mpi_gather_u64(checksum(queries_->data(), qf));
   std::optional<std::string> no_room, broken;
-  if (world.root()) {
+  for (std::size_t r = 1; r < query_sums.size() && !broken; ++r)
+    if (query_sums[r] != query_sums[0])
+      broken = data_file_problem(mx, c, PointSet::queries, fmt::format("{}: rank {} read it as checksum {}, rank 0 as {}: the ranks see different files at this path",
+                                                                      c.queries_path, r, to_hex(query_sums[r]), to_hex(query_sums[0])));
+  if (world.root() && !broken) {
     try {
-      broken = stream_references(mx, validate, std::max(1, shard.size), progress);
+      broken = stream_references(mx, validate, std::max(1, shard.size), progress, shard_sums);
     } catch (const SpillError& e) {
       no_room = e.what();
     } catch (const std::bad_alloc&) {
@@ -166,7 +176,8 @@ void PreparedCase::prepare_shard(const Matrix& mx, HostMemory mode, bool validat
   failure = mpi_first_reason(broken);
 }
 
-std::optional<std::string> PreparedCase::stream_references(const Matrix& mx, bool validate, int piece_rows, Progress& progress) {
+std::optional<std::string> PreparedCase::stream_references(const Matrix& mx, bool validate, int piece_rows, Progress& progress,
+                                                           const std::vector<std::uint64_t>& shard_sums) {
   // Rank 0 streams every reference once, a piece no larger than its shard at a time: the checksum,
   // and the validation reference (v0's arithmetic) for the validated queries.
   Checksum sum;
@@ -190,13 +201,26 @@ std::optional<std::string> PreparedCase::stream_references(const Matrix& mx, boo
       expect_shape(info, std::uint64_t(c.n), "n", std::uint64_t(c.dim));
       DataFileRows file(info);
       std::vector<float> piece(std::size_t(piece_rows) * c.dim);
+      std::vector<Checksum> shards(shard_sums.size());  // rank r's rows, as rank 0 reads them
+      const int ranks = int(shards.size());
       for (int first = 0; first < c.n; first += piece_rows) {
         const int count = std::min(piece_rows, c.n - first);
         file.read(std::uint64_t(first), std::uint64_t(count), piece.data());
         seen(piece.data(), std::size_t(count) * c.dim);
         if (spill) spill->add(piece.data(), std::size_t(count) * c.dim);
+        for (int r = 0; r < ranks; ++r) {
+          const Shard s = shard_of(c.n, r, ranks);
+          const int from = std::max(first, s.first), to = std::min(first + count, s.first + s.size);
+          if (from < to) shards[std::size_t(r)].add(piece.data() + std::size_t(from - first) * c.dim, std::size_t(to - from) * c.dim * sizeof(float));
+        }
       }
       file.finish();
+      for (int r = 1; r < ranks; ++r) {
+        const Shard s = shard_of(c.n, r, ranks);
+        if (shards[std::size_t(r)].value() != shard_sums[std::size_t(r)])
+          refuse_as(fmt::format("{}: rank {} read its rows [{}, {}) as checksum {}, rank 0 reads them as {}: the ranks see different files at this path",
+                                c.references_path, r, s.first, s.first + s.size, to_hex(shard_sums[std::size_t(r)]), to_hex(shards[std::size_t(r)].value())));
+      }
     } catch (const ConfigError& e) {
       return data_file_problem(mx, c, PointSet::references, e.what());
     }

@@ -5,7 +5,8 @@
 # passes validation, with the checksums and the answers (.npy, byte for byte) of v0 in one process.
 # A case whose file fails on one rank only (a NaN in rank 1's rows of a .bin; a CSV cut in the
 # middle of its last number, read by the last rank) fails its result naming that rank and the file,
-# and the case after it still runs and passes: mpirun exits 1 (a failed result), never hangs.
+# and the case after it still runs and passes: mpirun exits 1 (a failed result), never hangs. So do
+# ranks that see different files at one path (each rank's checksum of its rows against rank 0's).
 # Every rank's engine sees the value traits of the whole data (test-only t20 checks them).
 # Usage: test_datafiles_mpi.sh KNNBENCH SOURCE_DIR. Skips (77) without mpirun or an MPI build.
 set -uo pipefail
@@ -109,6 +110,46 @@ for np in 2 3; do
   echo "ok: -np $np: 7 file-backed cases pass = v0; $(field "$f" "r[6]['reason']")"
   echo "    $(field "$f" "r[8]['reason']")"
 done
+
+# Ranks that see different files at one path (here: each rank started in its own folder, as hosts
+# with their own copies would be): rank 0 compares each rank's checksum of what it read with its
+# own reading, and the case fails naming the rank, the rows and the file; a case whose files agree
+# passes after it.
+python3 - "$work" <<'PY'
+import json, os, struct, sys
+d = sys.argv[1]
+k, n, m = 5, 53, 11
+def npy(rows):
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (len(rows), k)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + b"".join(struct.pack("<%df" % k, *r) for r in rows)
+refs = [[float((i * 7 + j) % 13) for j in range(k)] for i in range(n)]
+queries = [[float((i * 5 + j) % 11) for j in range(k)] for i in range(m)]
+for side in "ab":
+    os.makedirs(f"{d}/{side}", exist_ok=True)
+    other = [list(r) for r in refs]
+    other_q = [list(q) for q in queries]
+    if side == "b":
+        other[40][0] += 0.5   # rank 1's rows
+        other_q[3][1] += 0.5
+    open(f"{d}/{side}/r.npy", "wb").write(npy(other))
+    open(f"{d}/{side}/qd.npy", "wb").write(npy(other_q))
+    open(f"{d}/{side}/q.npy", "wb").write(npy(queries))
+    cases = [dict(id=30, k=k, m=m, n=n, topk=4, queries_file="q.npy", references_file="r.npy"),
+             dict(id=31, k=k, m=m, n=n, topk=4, queries_file="qd.npy", references_file="../r.npy"),
+             dict(id=32, k=k, m=m, n=n, topk=4, queries_file="q.npy", references_file="../r.npy")]
+    json.dump({"schema_version": 1, "cases": cases}, open(f"{d}/{side}/m.json", "w"))
+open(f"{d}/r.npy", "wb").write(npy(refs))
+PY
+timeout 60 "${launch[@]}" -np 1 --wdir "$work/a" "$bin" --config m.json --version v18 "${fast[@]}" --json "$work/two.json" : \
+  -np 1 --wdir "$work/b" "$bin" --config m.json --version v18 "${fast[@]}" --json "$work/two.json" >"$work/two.log" 2>&1
+rc=$?
+[ $rc = 124 ] && { cat "$work/two.log"; echo "FAIL: ranks in two folders: mpirun hung"; exit 1; }
+[ $rc = 1 ] || { cat "$work/two.log"; echo "FAIL: ranks in two folders: mpirun exited $rc, expected 1 (failed results)"; exit 1; }
+expect "$work/two.json" "r[30]['status'], r[31]['status'], r[32]['status']" "('fail', 'fail', 'pass')"
+expect "$work/two.json" "'case 30: references_file: r.npy: rank 1 read its rows [26, 53) as checksum ' in r[30]['reason'] and r[30]['reason'].endswith('the ranks see different files at this path')" True
+expect "$work/two.json" "'case 31: queries_file: qd.npy: rank 1 read it as checksum ' in r[31]['reason'] and r[31]['reason'].endswith('the ranks see different files at this path')" True
+echo "ok: ranks that see different files fail the case: $(field "$work/two.json" "r[30]['reason']")"
 
 # Every rank's engine sees the value traits of the whole data (whole numbers, lowest, highest), as
 # one process does: t20 (test-only, knnbench-testbin) fails on a rank that sees others.
