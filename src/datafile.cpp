@@ -57,29 +57,6 @@ DataFileInfo inspect_fvecs(const std::string& path, const File& f, DataFileInfo 
   return info;
 }
 
-void read_fvecs(const DataFileInfo& info, const File& f, float* out) {
-  const std::uint64_t record = 4 + 4 * info.cols;
-  const std::uint64_t per_chunk = std::max<std::uint64_t>(1, kReadChunk / record);
-  std::vector<unsigned char> buf(std::size_t(per_chunk * record));
-  for (std::uint64_t r0 = 0; r0 < info.rows; r0 += per_chunk) {
-    const std::uint64_t count = std::min(per_chunk, info.rows - r0);
-    f.read_at(r0 * record, buf.data(), count * record);
-    for (std::uint64_t i = 0; i < count; ++i) {
-      const std::uint64_t row = r0 + i, at = row * record;
-      const unsigned char* rec = buf.data() + i * record;
-      const std::int32_t d = std::int32_t(le32(rec));
-      if (d < 1 || std::uint64_t(d) != info.cols)
-        refuse(info.path, fmt::format("vector {} at byte {} has dimension {}, expected {}", row, at, d, info.cols));
-      float* dst = out + row * info.cols;
-      std::memcpy(dst, rec + 4, std::size_t(info.cols) * 4);
-      const std::size_t bad = first_non_finite(dst, std::size_t(info.cols));
-      if (bad < info.cols)
-        refuse(info.path, fmt::format("{} at byte {} (vector {}, coordinate {}): expected finite float32 values", non_finite_name(dst[bad]),
-                                      at + 4 + 4 * bad, row, bad));
-    }
-  }
-}
-
 // ---------------------------------------------------------------- raw float32
 DataFileInfo inspect_raw(const std::string& path, const File& f, DataFileInfo info, std::uint64_t cols) {
   if (cols == 0) refuse(path, "a raw float32 file needs the row length k from the case");
@@ -92,15 +69,9 @@ DataFileInfo inspect_raw(const std::string& path, const File& f, DataFileInfo in
   return info;
 }
 
-void read_dense(const DataFileInfo& info, const File& f, float* out) {
-  const std::uint64_t count = info.rows * info.cols;
-  f.read_at(info.data_offset, out, count * 4);
-  const std::size_t bad = first_non_finite(out, std::size_t(count));
-  if (bad < count)
-    refuse(info.path, fmt::format("{} at byte {} (row {}, coordinate {}): expected finite float32 values", non_finite_name(out[bad]),
-                                  info.data_offset + 4 * std::uint64_t(bad), bad / info.cols, bad % info.cols));
-}
+}  // namespace
 
+namespace datafile_detail {
 DataFileInfo inspect_open(const std::string& path, const File& f, std::uint64_t raw_cols) {
   DataFileInfo info;
   info.path = path;
@@ -117,8 +88,7 @@ DataFileInfo inspect_open(const std::string& path, const File& f, std::uint64_t 
   }
   return info;
 }
-
-}  // namespace
+}  // namespace datafile_detail
 
 const char* to_string(DataFormat f) {
   switch (f) {
@@ -190,27 +160,6 @@ void expect_shape(const DataFileInfo& info, std::uint64_t rows, const char* rows
   if (info.rows != rows || info.cols != cols)
     refuse(info.path, fmt::format("{} rows of {} floats: expected {} = {} rows of k = {}{}", info.rows, info.cols, rows_name, rows, cols,
                                   info.format == DataFormat::csv ? csv_header_note(info) : std::string()));
-}
-
-void read_data_file(const DataFileInfo& info, float* out) {
-  if (info.format == DataFormat::hdf5) {  // checks the shape and the file's size again itself
-    read_hdf5(info, out);
-    return;
-  }
-  const File f(info.path);
-  if (f.size() != info.file_bytes)
-    refuse(info.path, fmt::format("{} bytes, was {} when the matrix was loaded: the file changed since", f.size(), info.file_bytes));
-  if (info.format == DataFormat::csv) {  // structure is checked again while reading
-    read_csv(info, f, out);
-    return;
-  }
-  const DataFileInfo now = inspect_open(info.path, f, info.cols);
-  if (now.rows != info.rows || now.cols != info.cols || now.data_offset != info.data_offset)
-    refuse(info.path, fmt::format("{} rows of {} floats, was {} of {} when the matrix was loaded: the file changed since", now.rows, now.cols,
-                                  info.rows, info.cols));
-  if (info.format == DataFormat::idx) read_idx(info, out);
-  else if (info.format == DataFormat::fvecs) read_fvecs(info, f, out);
-  else read_dense(info, f, out);
 }
 
 namespace {

@@ -7,10 +7,14 @@
 // Every problem throws ConfigError with one line that starts with the data file's path and
 // names the byte offset (binary) or line:column (CSV) that is wrong.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace knn {
+namespace datafile_detail {
+class RowReader;
+}
 
 enum class DataFormat { npy, fvecs, raw_f32, csv, idx, hdf5 };
 const char* to_string(DataFormat f);
@@ -57,7 +61,36 @@ DataFileInfo inspect_data_file(const std::string& path, std::uint64_t raw_cols);
 void expect_shape(const DataFileInfo& info, std::uint64_t rows, const char* rows_name, std::uint64_t cols);
 
 // Reads info.rows × info.cols floats, row-major, into `out` (which holds at least that many).
-// The file is inspected again first: one that changed since `info` was taken is refused.
+// The file is inspected again first: one that changed since `info` was taken is refused. It is
+// read_data_rows of every row.
 void read_data_file(const DataFileInfo& info, float* out);
+
+// Rows of a data file read in increasing order, a range at a time: under mpirun each rank reads
+// only its rows of the references, and rank 0 streams them all in pieces (for the checksum and the
+// validation reference) reading the file once. Opening checks the file against `info` as
+// read_data_file does (its size, header, shape); read() checks every value it stores as the whole
+// read does (finite, a number, an .fvecs dimension), naming the row of the whole file; rows passed
+// over are checked for their structure only (a CSV line's field count); finish() checks what
+// follows the last row read (more rows, trailing or missing data: .npy, .fvecs and raw float32 have
+// their sizes checked on opening, CSV and IDX read on to the end).
+class DataFileRows {
+ public:
+  explicit DataFileRows(const DataFileInfo& info);
+  ~DataFileRows();
+  DataFileRows(const DataFileRows&) = delete;
+  DataFileRows& operator=(const DataFileRows&) = delete;
+  // Rows [first, first + count) into `out` (count × info.cols floats); a range that starts before
+  // the end of the last one, or ends past info.rows, is refused.
+  void read(std::uint64_t first, std::uint64_t count, float* out);
+  void finish();
+
+ private:
+  DataFileInfo info_;
+  std::unique_ptr<datafile_detail::RowReader> reader_;
+  std::uint64_t next_ = 0;
+};
+
+// Rows [first, first + count) of the file: DataFileRows' read, then finish.
+void read_data_rows(const DataFileInfo& info, std::uint64_t first, std::uint64_t count, float* out);
 
 }  // namespace knn

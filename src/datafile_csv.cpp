@@ -157,12 +157,27 @@ std::pair<std::size_t, std::string> line_problem(std::string_view line, bool hea
     if (ch == '"' || ch == '\'') return {i + 1, fmt::format("a quote ({}): values must be unquoted numbers", ch)};
   }
   if (header_line) return {0, ""};
+  std::size_t end = line.size();
+  while (end > 0 && (line[end - 1] == ' ' || line[end - 1] == '\t')) --end;
+  if (end > 0 && line[end - 1] == ',' && line.find_first_not_of(", \t") != std::string_view::npos)
+    return {end, "a trailing comma after the last value: a line must end with its last number, not ','"};
   std::pair<std::size_t, std::string> inner{0, ""};  // a tab inside a field (TSV); "1 2" is a bad number, refused when read
   for_each_field(line, [&](const Field& f) {
     const auto tab = f.token.find('\t');
     if (inner.first == 0 && tab != std::string_view::npos) inner = {f.column + tab, "a tab between values: fields must be separated by ','"};
   });
   return inner;
+}
+
+// Line 1 is a header when no field is a number, a row when every field is: text beside numbers is neither.
+void refuse_mixed_first_line(const std::string& path, std::string_view line) {
+  if (!line_problem(line, false).second.empty()) return;  // said with its column when the line is checked as a row
+  for_each_field(line, [&](const Field& f) {
+    float v;
+    if (!f.token.empty() && parse_float(f.token, v) == Parsed::not_a_number)
+      throw ConfigError(fmt::format("{}: line 1 holds text (\"{}\") beside numbers: expected a header line, whose fields are all text "
+                                    "(it is skipped), or a row of numbers", csv_at(path, 1, f.column), shown(f.token, 40)));
+  });
 }
 
 }  // namespace
@@ -178,6 +193,10 @@ DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo in
   bool header = false;
   while (lines.next(line)) {
     const std::uint64_t no = lines.line_number();
+    if (no == 1 && line.substr(0, 3) == "\xEF\xBB\xBF")
+      throw ConfigError(fmt::format("{}: the file starts with a UTF-8 byte order mark (BOM, bytes EF BB BF): expected a number or a header "
+                                    "line at byte 0; save the file without a BOM", csv_at(path, 1, 1)));
+    if (no == 1 && !blank(line) && !is_header(line)) refuse_mixed_first_line(path, line);
     if (no == 1 && !blank(line) && is_header(line)) {
       if (const auto [column, why] = line_problem(line, true); column != 0)
         throw ConfigError(fmt::format("{}: {} ({})", csv_at(path, no, column), why, kCsvExpected));
@@ -209,34 +228,70 @@ DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo in
 }
 
 
-void read_csv(const DataFileInfo& info, const File& f, float* out) {
-  LineReader lines(info.path, f);
-  std::string_view line;
-  std::uint64_t row = 0;
-  while (lines.next(line)) {
-    const std::uint64_t no = lines.line_number();
-    if (no < info.csv_first_row_line || blank(line)) continue;
-    if (row >= info.rows) refuse(info.path, fmt::format("line {}: more rows than the {} seen before: the file changed since it was inspected", no, info.rows));
+namespace {
+// Rows of a CSV file in increasing ranges: one pass over its lines, each row's field count checked,
+// the values of the rows asked for parsed and checked.
+class CsvRows final : public RowReader {
+ public:
+  explicit CsvRows(const DataFileInfo& info) : info_(info), f_(info.path), lines_(info_.path, f_) {}
+
+  void read(std::uint64_t first, std::uint64_t count, float* out) override {
+    std::string_view line;
+    for (; row_ < first + count; ++row_) {
+      if (!next_row(line)) refuse(info_.path, fmt::format("{} rows: expected the {} seen before: the file changed since it was inspected", row_, info_.rows));
+      if (row_ < first) expect_fields(count_fields(line));
+      else parse_row(line, out + (row_ - first) * info_.cols);
+    }
+  }
+  void finish() override {
+    std::string_view line;
+    for (; next_row(line); ++row_) expect_fields(count_fields(line));
+    if (row_ != info_.rows) refuse(info_.path, fmt::format("{} rows: expected the {} seen before: the file changed since it was inspected", row_, info_.rows));
+  }
+
+ private:
+  // The next line that holds a row (no header, no blank line); false at the end of the file.
+  bool next_row(std::string_view& line) {
+    while (lines_.next(line)) {
+      if (lines_.line_number() < info_.csv_first_row_line || blank(line)) continue;
+      if (row_ >= info_.rows)
+        refuse(info_.path, fmt::format("line {}: more rows than the {} seen before: the file changed since it was inspected", lines_.line_number(), info_.rows));
+      return true;
+    }
+    return false;
+  }
+  void expect_fields(std::uint64_t n) const {
+    const std::uint64_t no = lines_.line_number();
+    if (n != info_.cols) throw ConfigError(fmt::format("{}: line {} has {} fields: expected {}", csv_at(info_.path, no, 1), no, n, info_.cols));
+  }
+  void parse_row(std::string_view line, float* dst) const {
+    const std::uint64_t no = lines_.line_number();
     std::uint64_t coord = 0;
     const std::uint64_t n = for_each_field(line, [&](const Field& fld) {
-      if (coord >= info.cols) return;
+      if (coord >= info_.cols) return;
       float v = 0;
       const Parsed p = parse_float(fld.token, v);
-      const std::string where = csv_at(info.path, no, fld.column);
+      const std::string where = csv_at(info_.path, no, fld.column);
       const std::string tok = shown(fld.token, 40);
       if (p == Parsed::not_a_number)
-        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}): expected a number", where, tok, row, coord));
+        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}): expected a number{}", where, tok, row_, coord, header_note()));
       if (p == Parsed::out_of_range)
-        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}) overflows float32 (beyond float32 range, largest ±{:g}): expected finite float32 values", where, tok, row, coord, double(FLT_MAX)));
+        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}) overflows float32 (beyond float32 range, largest ±{:g}): expected finite float32 values", where, tok, row_, coord, double(FLT_MAX)));
       if (!std::isfinite(v))
-        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}) is {}: expected finite float32 values", where, tok, row, coord, non_finite_name(v)));
-      out[row * info.cols + coord] = v;
+        throw ConfigError(fmt::format("{}: \"{}\" (row {}, coordinate {}) is {}: expected finite float32 values", where, tok, row_, coord, non_finite_name(v)));
+      dst[coord] = v;
       ++coord;
     });
-    if (n != info.cols)
-      throw ConfigError(fmt::format("{}: line {} has {} fields: expected {}", csv_at(info.path, no, 1), no, n, info.cols));
-    ++row;
+    expect_fields(n);
   }
-  if (row != info.rows) refuse(info.path, fmt::format("{} rows: expected the {} seen before: the file changed since it was inspected", row, info.rows));
-}
+  std::string header_note() const { return info_.csv_first_row_line > 1 ? std::string(" (") + kHeaderTaken + ")" : std::string(); }
+
+  DataFileInfo info_;
+  File f_;
+  LineReader lines_;
+  std::uint64_t row_ = 0;  // the row the next row line holds
+};
+}  // namespace
+
+std::unique_ptr<RowReader> csv_rows(const DataFileInfo& info) { return std::make_unique<CsvRows>(info); }
 }  // namespace knn::datafile_detail

@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -140,17 +141,30 @@ void first_columns(const std::string& path, const std::vector<T>& all, std::uint
     }
 }
 
+// Rows of one data file read in increasing order, a range at a time (datafile_rows.cpp): each
+// format's reader keeps its place (a CSV line, a gzip stream) between ranges, so a stream of pieces
+// reads the file once. read() checks every value it stores as the whole read does; rows it passes
+// over are checked for their structure only (a CSV line's field count, an .fvecs dimension where
+// read); finish() checks what follows the last row (more rows, trailing or missing data).
+class RowReader {
+ public:
+  virtual ~RowReader() = default;
+  virtual void read(std::uint64_t first, std::uint64_t count, float* out) = 0;  // first ≥ the end of the last range
+  virtual void finish() {}
+};
+
 // The readers of each format (datafile_npy.cpp, datafile_csv.cpp, datafile.cpp).
+DataFileInfo inspect_open(const std::string& path, const File& f, std::uint64_t raw_cols);  // any format but HDF5
 DataFileInfo inspect_npy(const std::string& path, const File& f, DataFileInfo info, bool int32 = false);  // int32: '<i4', else '<f4'
 bool read_hdf5_neighbors(const std::string& path, std::uint64_t m, std::uint64_t n, int topk, std::vector<std::int32_t>& out);
 bool inspect_hdf5_neighbors(const std::string& path, std::uint64_t m, int topk);  // the shape only; false: no "neighbors"
 DataFileInfo inspect_csv(const std::string& path, const File& f, DataFileInfo info);
-void read_csv(const DataFileInfo& info, const File& f, float* out);
+std::unique_ptr<RowReader> csv_rows(const DataFileInfo& info);  // opens the file; its size was checked against info
 // " (read as CSV, expected …; line 1, which holds no number, was taken as a header)" when it was, else "".
 std::string csv_header_note(const DataFileInfo& info);
 DataFileInfo inspect_idx(const std::string& path, DataFileInfo info);  // datafile_idx.cpp
-void read_idx(const DataFileInfo& info, float* out);
+std::unique_ptr<RowReader> idx_rows(const DataFileInfo& info);          // checks the header again
 DataFileInfo inspect_hdf5(DataFileInfo info);                           // datafile_hdf5.cpp
-void read_hdf5(const DataFileInfo& info, float* out);
+std::unique_ptr<RowReader> hdf5_rows(const DataFileInfo& info);         // checks the shape and size again
 
 }  // namespace knn::datafile_detail

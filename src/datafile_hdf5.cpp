@@ -95,23 +95,43 @@ DataFileInfo inspect_hdf5(DataFileInfo info) {
   return info;
 }
 
-void read_hdf5(const DataFileInfo& info, float* out) {
-  const Hid f{open_file(info), H5Fclose};
-  const DataFileInfo now = shape_of(f.id, info, true);
-  if (now.rows != info.rows || now.cols != info.cols || size_on_disk(info.file) != info.file_bytes)
-    refuse(info.path, "the file changed since the matrix was loaded");
-  read_all(info, f.id, H5T_NATIVE_FLOAT, out);  // HDF5 converts float64 and big-endian data
-  const std::uint64_t count = info.rows * info.cols;
-  const std::size_t bad = first_non_finite(out, std::size_t(count));
-  if (bad == count) return;
-  const std::uint64_t row = bad / info.cols, col = bad % info.cols;
-  // A float64 beyond float32's range became an infinity in the conversion: say what the file holds.
-  const double held = value_at(info, f.id, row, col);
-  if (std::isfinite(held))
-    refuse(info.path, fmt::format("{:g} in dataset \"{}\" (row {}, coordinate {}) overflows float32 (largest ±{:g}): expected values within float32 range",
-                                  held, info.dataset, row, col, double(FLT_MAX)));
-  refuse(info.path, fmt::format("{} in dataset \"{}\" (row {}, coordinate {}): expected finite values", non_finite_name(out[bad]), info.dataset, row, col));
-}
+namespace {
+// Rows in ranges, each a hyperslab of the dataset, converted to float32 by HDF5 (float64 and
+// big-endian data included).
+class Hdf5Rows final : public RowReader {
+ public:
+  explicit Hdf5Rows(const DataFileInfo& info) : info_(info), f_{open_file(info), H5Fclose} {
+    const DataFileInfo now = shape_of(f_.id, info, true);
+    if (now.rows != info.rows || now.cols != info.cols || size_on_disk(info.file) != info.file_bytes)
+      refuse(info.path, "the file changed since the matrix was loaded");
+  }
+  void read(std::uint64_t first, std::uint64_t rows, float* out) override {
+    const Hid d{H5Dopen2(f_.id, info_.dataset.c_str(), H5P_DEFAULT), H5Dclose};
+    const Hid space{d.id >= 0 ? H5Dget_space(d.id) : -1, H5Sclose};
+    const hsize_t start[2] = {first, 0}, count[2] = {rows, info_.cols};
+    const Hid mem{H5Screate_simple(2, count, nullptr), H5Sclose};
+    if (space.id < 0 || mem.id < 0 || H5Sselect_hyperslab(space.id, H5S_SELECT_SET, start, nullptr, count, nullptr) < 0 ||
+        H5Dread(d.id, H5T_NATIVE_FLOAT, mem.id, space.id, H5P_DEFAULT, out) < 0)
+      refuse(info_.path, fmt::format("HDF5 cannot read dataset \"{}\": the file is truncated or corrupt", info_.dataset));
+    const std::uint64_t floats = rows * info_.cols;
+    const std::size_t bad = first_non_finite(out, std::size_t(floats));
+    if (bad == floats) return;
+    const std::uint64_t row = first + bad / info_.cols, col = bad % info_.cols;
+    // A float64 beyond float32's range became an infinity in the conversion: say what the file holds.
+    const double held = value_at(info_, f_.id, row, col);
+    if (std::isfinite(held))
+      refuse(info_.path, fmt::format("{:g} in dataset \"{}\" (row {}, coordinate {}) overflows float32 (largest ±{:g}): expected values within float32 range",
+                                     held, info_.dataset, row, col, double(FLT_MAX)));
+    refuse(info_.path, fmt::format("{} in dataset \"{}\" (row {}, coordinate {}): expected finite values", non_finite_name(out[bad]), info_.dataset, row, col));
+  }
+
+ private:
+  DataFileInfo info_;
+  Hid f_;
+};
+}  // namespace
+
+std::unique_ptr<RowReader> hdf5_rows(const DataFileInfo& info) { return std::make_unique<Hdf5Rows>(info); }
 
 }  // namespace datafile_detail
 
@@ -167,7 +187,7 @@ bool read_hdf5_neighbors(const std::string& queries_path, std::uint64_t m, std::
   refuse(path, "knnbench was built without HDF5 (install libhdf5-dev and build again): cannot read HDF5 files");
 }
 DataFileInfo inspect_hdf5(DataFileInfo info) { no_hdf5(info.path); }
-void read_hdf5(const DataFileInfo& info, float*) { no_hdf5(info.path); }
+std::unique_ptr<RowReader> hdf5_rows(const DataFileInfo& info) { no_hdf5(info.path); }
 
 }  // namespace datafile_detail
 

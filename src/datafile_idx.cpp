@@ -65,6 +65,19 @@ class IdxBytes {
 
   std::uint64_t offset() const { return offset_; }
 
+  // Passes over up to `bytes` bytes (decompressing them when gzipped); returns how many there were.
+  std::uint64_t skip(std::uint64_t bytes) {
+    if (!gz_) {
+      const std::uint64_t done = std::min(bytes, f_.size() - std::min(f_.size(), offset_));
+      offset_ += done;
+      return done;
+    }
+    std::vector<unsigned char> scratch(std::size_t(std::min<std::uint64_t>(bytes, kReadChunk)));
+    std::uint64_t done = 0;
+    for (std::uint64_t got = 1; done < bytes && got > 0; done += got) got = read(scratch.data(), std::min<std::uint64_t>(bytes - done, scratch.size()));
+    return done;
+  }
+
  private:
   std::uint64_t inflate_some(unsigned char* dst, std::uint64_t bytes) {
     std::uint64_t done = 0;
@@ -154,14 +167,10 @@ std::uint64_t element_bytes(unsigned type) { return type == kIdxFloat32 ? 4 : 1;
 
 }  // namespace
 
-DataFileInfo inspect_idx(const std::string& path, DataFileInfo info) {
-  IdxBytes in(path);
-  info = read_header(path, in, info);
-  // The data length is known only once decompressed: read it through, allocating one chunk.
+namespace {
+// The data after the header (`have` bytes) against the header's dimensions.
+void expect_data_bytes(const std::string& path, const DataFileInfo& info, std::uint64_t have) {
   const unsigned __int128 need = (unsigned __int128)info.rows * info.cols * element_bytes(info.idx_type);
-  std::vector<unsigned char> chunk(kReadChunk);
-  std::uint64_t have = 0;
-  for (std::uint64_t got; (got = in.read(chunk.data(), chunk.size())) > 0;) have += got;
   const std::string shape = fmt::format("{} items of {} {} values", info.rows, info.cols, idx_type_name(info.idx_type));
   if (have < need)
     refuse(path, fmt::format("short file: {} bytes of data after the {}-byte header: expected {} ({}); the file is truncated", have,
@@ -169,37 +178,67 @@ DataFileInfo inspect_idx(const std::string& path, DataFileInfo info) {
   if (have > need)
     refuse(path, fmt::format("{} bytes of data after the {}-byte header: expected {} ({}): the dimensions do not match the data", have,
                              info.data_offset, std::uint64_t(need), shape));
+}
+}  // namespace
+
+DataFileInfo inspect_idx(const std::string& path, DataFileInfo info) {
+  IdxBytes in(path);
+  info = read_header(path, in, info);
+  // The data length is known only once decompressed: read it through, allocating one chunk.
+  expect_data_bytes(path, info, in.skip(~std::uint64_t(0)));
   return info;
 }
 
-void read_idx(const DataFileInfo& info, float* out) {
-  IdxBytes in(info.path);
-  const DataFileInfo now = read_header(info.path, in, info);
-  if (now.rows != info.rows || now.cols != info.cols || now.idx_type != info.idx_type)
-    refuse(info.path, fmt::format("{} items of {} values, was {} of {} when the matrix was loaded: the file changed since", now.rows, now.cols,
-                                  info.rows, info.cols));
-  const std::uint64_t count = info.rows * info.cols, size = element_bytes(info.idx_type);
-  std::vector<unsigned char> chunk(kReadChunk);
-  for (std::uint64_t i0 = 0; i0 < count;) {
-    const std::uint64_t want = std::min<std::uint64_t>(count - i0, kReadChunk / size);
-    if (in.read(chunk.data(), want * size) != want * size)
-      refuse(info.path, fmt::format("short read at decompressed byte {}: the file changed while it was read", in.offset()));
-    for (std::uint64_t j = 0; j < want; ++j) {
-      const unsigned char* b = chunk.data() + j * size;
-      float v;
-      if (info.idx_type == kIdxUbyte) {
-        v = float(b[0]);
-      } else {
-        const std::uint32_t bits = be32(b);
-        std::memcpy(&v, &bits, 4);
-        if (!std::isfinite(v))
-          refuse(info.path, fmt::format("{} at decompressed byte {} (item {}, value {}): expected finite float32 values", non_finite_name(v),
-                                        info.data_offset + 4 * (i0 + j), (i0 + j) / info.cols, (i0 + j) % info.cols));
-      }
-      out[i0 + j] = v;
-    }
-    i0 += want;
+namespace {
+// Items in increasing ranges, in one pass over the (decompressed) bytes; finish() reads on to the
+// end and checks the data's length as inspect_idx does.
+class IdxRows final : public RowReader {
+ public:
+  explicit IdxRows(const DataFileInfo& info) : info_(info), in_(info.path), size_(element_bytes(info.idx_type)), chunk_(kReadChunk) {
+    const DataFileInfo now = read_header(info.path, in_, info);
+    if (now.rows != info.rows || now.cols != info.cols || now.idx_type != info.idx_type)
+      refuse(info.path, fmt::format("{} items of {} values, was {} of {} when the matrix was loaded: the file changed since", now.rows, now.cols,
+                                    info.rows, info.cols));
   }
-}
+
+  void read(std::uint64_t first, std::uint64_t rows, float* out) override {
+    const std::uint64_t start = first * info_.cols, count = rows * info_.cols;
+    if (in_.skip((start - next_) * size_) != (start - next_) * size_) short_read();
+    next_ = start;
+    for (std::uint64_t i0 = 0; i0 < count;) {
+      const std::uint64_t want = std::min<std::uint64_t>(count - i0, kReadChunk / size_);
+      if (in_.read(chunk_.data(), want * size_) != want * size_) short_read();
+      for (std::uint64_t j = 0; j < want; ++j) out[i0 + j] = value(chunk_.data() + j * size_, start + i0 + j);
+      i0 += want;
+    }
+    next_ = start + count;
+  }
+  void finish() override { expect_data_bytes(info_.path, info_, next_ * size_ + in_.skip(~std::uint64_t(0))); }
+
+ private:
+  [[noreturn]] void short_read() const {
+    refuse(info_.path, fmt::format("short read at decompressed byte {}: the file changed while it was read", in_.offset()));
+  }
+  // Element `at` (of the whole data) from its bytes `b`.
+  float value(const unsigned char* b, std::uint64_t at) const {
+    if (info_.idx_type == kIdxUbyte) return float(b[0]);
+    const std::uint32_t bits = be32(b);
+    float v;
+    std::memcpy(&v, &bits, 4);
+    if (!std::isfinite(v))
+      refuse(info_.path, fmt::format("{} at decompressed byte {} (item {}, value {}): expected finite float32 values", non_finite_name(v),
+                                     info_.data_offset + 4 * at, at / info_.cols, at % info_.cols));
+    return v;
+  }
+
+  DataFileInfo info_;
+  IdxBytes in_;
+  std::uint64_t size_;
+  std::vector<unsigned char> chunk_;
+  std::uint64_t next_ = 0;  // the element the bytes are at
+};
+}  // namespace
+
+std::unique_ptr<RowReader> idx_rows(const DataFileInfo& info) { return std::make_unique<IdxRows>(info); }
 
 }  // namespace knn::datafile_detail

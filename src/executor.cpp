@@ -14,14 +14,20 @@
 namespace knn {
 namespace {
 
-// Every version skipped for the case's reason (a data file to fetch, too little host memory).
+// Every version skipped for the case's reason (a data file to fetch, too little host memory), or
+// failed for it (under mpirun, a rank's data file that could not be read).
 class SkipAll final : public Executor {
  public:
   explicit SkipAll(const PreparedCase& data) : data_(data) {}
   Result run(const PlanItem& item, Progress& progress) override {
     progress.start(data_.c, item.label());
     Result r = data_.result_for(item);
-    mark_skipped(r, *data_.skip);
+    if (data_.skip) {
+      mark_skipped(r, *data_.skip);
+    } else {
+      r.status = Status::fail;
+      r.reason = *data_.failure;
+    }
     return r;
   }
   bool stops_between_versions() const override { return false; }
@@ -84,7 +90,7 @@ Environment with_params(const Environment& env, const PlanItem& item) {
 
 std::unique_ptr<Executor> make_executor(Way way, PreparedCase& data, const RunOptions& opts, const MeasureOptions& measure,
                                         const Environment& env) {
-  if (data.skip) return std::make_unique<SkipAll>(data);
+  if (data.skip || data.failure) return std::make_unique<SkipAll>(data);
   switch (way) {
     case Way::isolated: return std::make_unique<Isolated>(data, opts);
     case Way::sharded: return make_sharded_executor(data, measure, env);

@@ -26,8 +26,8 @@ class Executor {
   virtual bool stops_between_versions() const { return true; }
 };
 
-// The executor of `way` for `data` (kept by reference), or, when data.skip is set, one that reports
-// every version skipped with that reason. The version sees `env` with the item's parameters
+// The executor of `way` for `data` (kept by reference), or, when data.skip (data.failure) is set, one that reports
+// every version skipped (failed) with that reason. The version sees `env` with the item's parameters
 // (with_params). `opts` is the run's (an --isolate child receives them),
 // `measure` the measurement options and `env` the devices and ranks of this process.
 // `env` with the values of the item's parameters: what the item's version sees.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -107,6 +108,30 @@ std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mi
   return fmt::format("rank {}: {}", lowest, text);
 }
 
+ValueTraits mpi_combined_values(const ValueTraits& mine, bool none) {
+  if (!g_world.many()) return mine;
+  // MIN over: the lowest, minus the highest, and the flags as 0 (true) or 1; MAX of "some value here".
+  float lows[2] = {none ? INFINITY : mine.lowest, none ? INFINITY : -mine.highest}, all_lows[2];
+  int flags[3] = {none || mine.whole ? 0 : 1, none || mine.finite ? 0 : 1, none ? 0 : 1}, all_flags[3];
+  MPI_Allreduce(lows, all_lows, 2, MPI_FLOAT, MPI_MIN, g_comm);
+  MPI_Allreduce(flags, all_flags, 3, MPI_INT, MPI_MAX, g_comm);
+  if (all_flags[2] == 0) return examine_values(nullptr, 0, nullptr, 0);
+  ValueTraits t;
+  t.known = true;
+  t.finite = all_flags[1] == 0;
+  t.whole = t.finite && all_flags[0] == 0;
+  t.lowest = t.finite ? all_lows[0] : 0.f;
+  t.highest = t.finite ? -all_lows[1] : 0.f;
+  return t;
+}
+
+std::vector<std::uint64_t> mpi_gather_u64(std::uint64_t value) {
+  if (!g_world.many()) return {value};
+  std::vector<std::uint64_t> all(g_world.root() ? std::size_t(g_world.size) : 0);
+  MPI_Gather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, 0, g_comm);
+  return all;
+}
+
 void mpi_wait_all() {
   if (!g_world.many()) return;
   MPI_Request request;
@@ -148,6 +173,8 @@ int mpi_exit_code(int code) { return code; }
 double mpi_root_value(double value) { return value; }
 bool mpi_any(bool flag) { return flag; }
 std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mine) { return mine; }
+ValueTraits mpi_combined_values(const ValueTraits& mine, bool) { return mine; }
+std::vector<std::uint64_t> mpi_gather_u64(std::uint64_t value) { return {value}; }
 void mpi_wait_all() {}
 std::vector<RankPlace> mpi_gather_places(const std::string&, const std::string&) { return {}; }
 #endif

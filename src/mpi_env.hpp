@@ -2,9 +2,12 @@
 // knnbench under mpirun: the harness's one room that knows MPI. Every rank runs the same matrix in
 // lockstep; rank 0 alone prints and writes results. Built without MPI, or started without mpirun,
 // the process is rank 0 of 1 and every function here is a no-op.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/problem.hpp"
 
 namespace knn {
 
@@ -55,6 +58,13 @@ double mpi_root_value(double value);  // rank 0's value, on every rank
 bool mpi_any(bool flag);              // true on every rank when it is true on one
 // The first rank's reason (prefixed "rank R: ") when any rank has one; none when no rank has.
 std::optional<std::string> mpi_first_reason(const std::optional<std::string>& mine);
+// The traits of every rank's values together (core/problem.hpp): the lowest of the lowest, the
+// highest of the highest, whole and finite only when they are on every rank. A rank that examined
+// no value (`none`: an empty shard) counts for nothing; when every rank is empty, examine_values of
+// nothing. With one rank, `mine`.
+ValueTraits mpi_combined_values(const ValueTraits& mine, bool none);
+// Each rank's `value`, gathered on rank 0 in rank order (empty on the other ranks); with one rank, {value}.
+std::vector<std::uint64_t> mpi_gather_u64(std::uint64_t value);
 // Waits until every rank arrives, sleeping between polls: a rank that waits while rank 0 measures
 // a version alone takes no CPU time from it.
 void mpi_wait_all();

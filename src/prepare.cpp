@@ -14,29 +14,27 @@
 #include "value_range.hpp"
 
 namespace knn {
-namespace {
-
-// A case's queries or references: read from its data file when it names one, else generated.
-// The file was inspected when the matrix was loaded; one that no longer matches, or holds NaN
-// or Inf, is a ConfigError here (exit 2).
-void fill_points(const Matrix& mx, const Case& c, PointSet set, float* out) {
+void fill_point_rows(const Matrix& mx, const Case& c, PointSet set, std::size_t first, std::size_t count, float* out) {
   const bool queries = set == PointSet::queries;
   const std::string& path = queries ? c.queries_path : c.references_path;
-  const int count = queries ? c.m : c.n;
   if (path.empty()) {
-    generate_points(c.distribution, c.seed, set, c.dim, std::size_t(count), out, c.integer_max);
+    generate_point_range(c.distribution, c.seed, set, c.dim, first, count, out, c.integer_max);
     return;
   }
+  // The file was inspected when the matrix was loaded; one that no longer matches, or holds NaN or
+  // Inf, is a ConfigError here (exit 2 in one process).
   try {
     const DataFileInfo info = inspect_data_file(path, std::uint64_t(c.dim));
-    expect_shape(info, std::uint64_t(count), queries ? "m" : "n", std::uint64_t(c.dim));
-    read_data_file(info, out);
+    expect_shape(info, std::uint64_t(queries ? c.m : c.n), queries ? "m" : "n", std::uint64_t(c.dim));
+    read_data_rows(info, first, count, out);
   } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("{}: case {}: {}: {}", mx.file, c.id, queries ? "queries_file" : "references_file", e.what()));
+    throw ConfigError(data_file_problem(mx, c, set, e.what()));
   }
 }
 
-}  // namespace
+std::string data_file_problem(const Matrix& mx, const Case& c, PointSet set, const std::string& what) {
+  return fmt::format("{}: case {}: {}: {}", mx.file, c.id, set == PointSet::queries ? "queries_file" : "references_file", what);
+}
 
 Result PreparedCase::result_for(const VersionDesc& v) const {
   Result r = base_;
@@ -86,8 +84,8 @@ void PreparedCase::prepare_here(const Matrix& mx, HostMemory mode, bool validate
   if ((skip = room_for(qf, rf))) return;
   progress.step(c, c.queries_file.empty() && c.references_file.empty() ? "generating data" : "reading data");
   if ((skip = allocate(qf, rf, mode, "allocating the inputs"))) return;
-  if (!c.self_join) fill_points(mx, c, PointSet::queries, queries_->data());
-  fill_points(mx, c, PointSet::references, references_->data());
+  if (!c.self_join) fill_point_rows(mx, c, PointSet::queries, 0, std::size_t(c.m), queries_->data());
+  fill_point_rows(mx, c, PointSet::references, 0, std::size_t(c.n), references_->data());
   const float* query_points = c.self_join ? references_->data() : queries_->data();
   refuse_overflowing_distances(mx.file, c, query_points, references_->data());
   base_.query_checksum = to_hex(checksum(query_points, std::size_t(c.m) * c.dim));
@@ -122,8 +120,8 @@ std::unique_ptr<PreparedCase> prepare_case(const Matrix& mx, const CasePlan& cp,
   d->c = cp.c;
   d->base_.problem_case = cp.c;
   d->validate_queries_ = cp.validate_queries;
-  if (way == Way::sharded) d->prepare_shard(env.host_memory, measure.validate);
-  else if (!cp.c.missing_data.empty()) d->skip = cp.c.missing_data;  // a data file to fetch first: skipped with the command
+  if (!cp.c.missing_data.empty()) d->skip = cp.c.missing_data;  // a data file to fetch first: skipped with the command
+  else if (way == Way::sharded) d->prepare_shard(mx, env.host_memory, measure.validate, progress);
   else if (way == Way::in_process) d->prepare_here(mx, env.host_memory, measure.validate, progress);
   return d;  // isolated: each child prepares the case itself
 }

@@ -11,6 +11,7 @@
 #include "core/environment.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "data.hpp"
 #include "host_memory.hpp"
 #include "matrix.hpp"
 #include "options.hpp"
@@ -37,7 +38,8 @@ class PreparedCase {
   PreparedCase& operator=(const PreparedCase&) = delete;
 
   Case c;
-  std::optional<std::string> skip;  // why every version of the case skips; nothing below is set then
+  std::optional<std::string> skip;     // why every version of the case skips; nothing below is set then
+  std::optional<std::string> failure;  // why every version of the case fails (under mpirun: a rank's data file); as skip
   Problem problem{};                // the inputs (the references: this rank's shard when sharded)
   double input_bytes = 0;           // the inputs and answers in bytes, for out-of-memory reasons
 
@@ -57,7 +59,12 @@ class PreparedCase {
   void prepare_here(const Matrix& mx, HostMemory mode, bool validate, Progress& progress);
   void read_truth(const Matrix& mx);
   // Sharded (sharded_case.cpp): this rank's references; rank 0 streams them all for the checksum and reference.
-  void prepare_shard(HostMemory mode, bool validate);
+  void prepare_shard(const Matrix& mx, HostMemory mode, bool validate, Progress& progress);
+  // Rank 0's pass over every reference: the checksums, the validation reference and the ground
+  // truth; a data file's rows are checked against each rank's checksum of its shard (`shard_sums`,
+  // in rank order): the problem when a rank read them otherwise.
+  std::optional<std::string> stream_references(const Matrix& mx, bool validate, int piece_rows, Progress& progress,
+                                               const std::vector<std::uint64_t>& shard_sums);
   // Sets input_bytes (these inputs and their answers); the skip reason when that is over 90 % of
   // what the process can still allocate.
   std::optional<std::string> room_for(std::size_t query_floats, std::size_t reference_floats);
@@ -72,10 +79,17 @@ class PreparedCase {
   std::optional<Reference> truth_;          // the case's ground truth file, or its HDF5 queries file's "neighbors"
 };
 
+// Points [first, first + count) of one of a case's point sets: read from its data file when it
+// names one (ConfigError naming the matrix, the case, the field and the file when that fails), else
+// generated.
+void fill_point_rows(const Matrix& mx, const Case& c, PointSet set, std::size_t first, std::size_t count, float* out);
+// "MATRIX: case ID: references_file: " (or queries_file) before a data file's problem `what`.
+std::string data_file_problem(const Matrix& mx, const Case& c, PointSet set, const std::string& what);
+
 // Makes case `cp.c` ready for its versions run the way `way`: in this process every input is
 // generated or read, checked (no overflowing distance) and checksummed, and the ground truth read;
-// sharded, each rank generates its shard (data files are refused) and rank 0 streams every reference
-// once for the checksum and the validation reference; isolated, nothing (the child prepares it).
+// sharded, each rank generates or reads its shard and rank 0 streams every reference once for the
+// checksum and the validation reference (a rank whose data file fails fails the case's versions); isolated, nothing (the child prepares it).
 // ConfigError (exit 2) for a data or ground truth file that does not match its case.
 std::unique_ptr<PreparedCase> prepare_case(const Matrix& mx, const CasePlan& cp, Way way, const Environment& env,
                                            const MeasureOptions& measure, Progress& progress);

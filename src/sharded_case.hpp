@@ -1,9 +1,11 @@
 #pragma once
 // Under mpirun with several ranks, the versions that shard the references (v18) run here: every
-// rank generates only its rows of the references (and the queries, or in a self-join nothing
-// more), and rank 0 streams the references once in pieces, never holding them all, for the
+// rank generates, or reads from the case's data file, only its rows of the references (and the
+// queries whole, or in a self-join nothing more), the values' traits are combined over the ranks,
+// and rank 0 streams the references once in pieces, never holding them all in memory, for the
 // checksum and the validation reference (PreparedCase::prepare_shard, prepare.hpp, is defined
-// here); the executor runs each version on every rank in lockstep.
+// here); a rank whose data file fails fails the case's versions on every rank, naming the rank and
+// the file; the executor runs each version on every rank in lockstep.
 #include <memory>
 
 #include "core/environment.hpp"

@@ -21,7 +21,10 @@ double largest_magnitude(const float* x, std::size_t count) {
 
 void refuse_overflowing_distances(const std::string& matrix_file, const Case& c, const float* queries, const float* references) {
   const double q = largest_magnitude(queries, std::size_t(c.m) * c.dim);
-  const double r = c.self_join ? q : largest_magnitude(references, std::size_t(c.n) * c.dim);
+  refuse_overflowing_magnitudes(matrix_file, c, q, c.self_join ? q : largest_magnitude(references, std::size_t(c.n) * c.dim));
+}
+
+void refuse_overflowing_magnitudes(const std::string& matrix_file, const Case& c, double q, double r) {
   const double bound = (q + r) * (q + r) * double(c.dim);
   if (bound <= double(FLT_MAX)) return;
   const bool in_queries = q >= r;

@@ -12,5 +12,8 @@ namespace knn {
 
 // `queries` holds c.m rows (for a self-join, the references themselves), `references` c.n rows.
 void refuse_overflowing_distances(const std::string& matrix_file, const Case& c, const float* queries, const float* references);
+// The same check from the largest |value| of the queries (q) and of the references (r), as found
+// over every rank's shard under mpirun.
+void refuse_overflowing_magnitudes(const std::string& matrix_file, const Case& c, double q, double r);
 
 }  // namespace knn

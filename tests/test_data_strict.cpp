@@ -33,8 +33,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // A temporary folder of its own (tests/test_support.hpp).
-struct Dir : knn::testing::TempDir {
-  Dir() : TempDir("knn_data_strict") {}
+struct Dir : knn::testing::TempFolder {
+  Dir() : TempFolder("knn_data_strict") {}
 };
 
 void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes; }

@@ -26,6 +26,7 @@
 #include "core/errors.hpp"
 #include "matrix.hpp"
 #include "report.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -37,14 +38,14 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // A fresh folder per test, removed afterwards.
-struct TempDir {
+struct TempFolder {
   fs::path path;
-  TempDir() {
+  TempFolder() {
     static int counter = 0;
     path = fs::temp_directory_path() / fmt::format("knn_datafiles_{}_{}", ::getpid(), counter++);
     fs::create_directories(path);
   }
-  ~TempDir() {
+  ~TempFolder() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -115,14 +116,7 @@ std::string join_lines(const std::vector<std::string>& lines, const char* eol = 
   return s;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& fn) { return knn::testing::config_error_of(fn); }
 
 bool one_line(const std::string& m) {
   for (unsigned char c : m)
@@ -165,7 +159,7 @@ std::vector<GoodFile> good_files() {
 }
 
 TEST(DataFiles, EveryFormatRoundTripsRandomFloatsBitForBit) {
-  TempDir dir;
+  TempFolder dir;
   unsigned seed = 1;
   for (const auto& g : good_files()) {
     for (const auto& [rows, dim] : std::vector<std::pair<std::size_t, std::size_t>>{{1, 1}, {7, 3}, {33, 16}, {1000, 2}}) {
@@ -187,7 +181,7 @@ TEST(DataFiles, EveryFormatRoundTripsRandomFloatsBitForBit) {
 }
 
 TEST(DataFiles, CsvAcceptsExponentsPlusSignsAndRoundsTinyValuesToZero) {
-  TempDir dir;
+  TempFolder dir;
   const std::string path = dir.file("forms.csv");
   write_bytes(path, "1e-05,+2.5,-3E+2\n.5,5.,1e-50\n");
   const auto info = knn::inspect_data_file(path, 0);
@@ -202,7 +196,7 @@ TEST(DataFiles, CsvAcceptsExponentsPlusSignsAndRoundsTinyValuesToZero) {
 // 1e-400, below double's range too, was refused as "beyond float32 range". Only values beyond
 // float32's largest are refused.
 TEST(DataFiles, CsvValuesBelowDoublesRangeRoundToZeroToo) {
-  TempDir dir;
+  TempFolder dir;
   const std::string path = dir.file("tiny.csv");
   write_bytes(path, "1e-400,-1e-99999999999999999999\n0." + std::string(400, '0') + "1,+2e-2147483648\n");
   const auto info = knn::inspect_data_file(path, 0);
@@ -227,7 +221,7 @@ TEST(DataFiles, CsvValuesBelowDoublesRangeRoundToZeroToo) {
 // Found by fuzzing the readers: a CSV file of only a header has 0 rows, and reading it said
 // "the file changed since it was inspected".
 TEST(DataFiles, ACsvFileOfOnlyAHeaderReadsAsZeroRows) {
-  TempDir dir;
+  TempFolder dir;
   const std::string path = dir.file("header_only.csv");
   for (const char* text : {"x,y\n", "x,y", "x\n\n  \n"}) {
     SCOPED_TRACE(text);
@@ -240,18 +234,15 @@ TEST(DataFiles, ACsvFileOfOnlyAHeaderReadsAsZeroRows) {
 }
 
 TEST(DataFiles, AHeaderLineIsSkippedOnlyWhenNoFieldIsANumber) {
-  TempDir dir;
+  TempFolder dir;
   const std::string path = dir.file("h.csv");
-  write_bytes(path, "x,1\n2,3\n");  // "1" is a number: line 1 is data, and "x" is refused
-  const auto info = knn::inspect_data_file(path, 0);
-  EXPECT_EQ(info.rows, 2u);
-  std::vector<float> got(4);
-  const std::string msg = error_of([&] { knn::read_data_file(info, got.data()); });
-  EXPECT_NE(msg.find(path + ":1:1: \"x\""), std::string::npos) << msg;
+  write_bytes(path, "x,1\n2,3\n");  // "1" is a number: line 1 is no header, and "x" no number: refused saying so
+  const std::string msg = error_of([&] { knn::inspect_data_file(path, 0); });
+  EXPECT_NE(msg.find(path + ":1:1: line 1 holds text (\"x\") beside numbers: expected a header line"), std::string::npos) << msg;
 }
 
 TEST(DataFiles, AFileChangedAfterItWasInspectedIsRefused) {
-  TempDir dir;
+  TempFolder dir;
   const auto v = random_floats(40, 7);
   for (const char* name : {"c.bin", "c.npy", "c.fvecs", "c.csv"}) {
     SCOPED_TRACE(name);
@@ -491,7 +482,7 @@ class DataFileRefuses : public ::testing::TestWithParam<BadFile> {};
 
 TEST_P(DataFileRefuses, WithTheFileAndTheOffsetOrLineThatIsWrong) {
   const BadFile& b = GetParam();
-  TempDir dir;
+  TempFolder dir;
   const std::string path = dir.file(b.name);
   const Made made = b.make();
   write_bytes(path, made.bytes);
@@ -519,7 +510,7 @@ INSTANTIATE_TEST_SUITE_P(Bad, DataFileRefuses, ::testing::ValuesIn(bad_files()),
 });
 
 TEST(DataFiles, MissingFilesDirectoriesAndFifosAreRefusedWithoutHanging) {
-  TempDir dir;
+  TempFolder dir;
   const std::string missing = dir.file("nope.npy");
   std::string msg = error_of([&] { knn::inspect_data_file(missing, 0); });
   EXPECT_EQ(msg, missing + ": no such file: expected a data file");
@@ -551,7 +542,7 @@ std::string matrix_error(const std::string& text, const std::string& label) {
 }
 
 TEST(DataFileMatrix, PathsResolveAgainstTheMatrixFolderAndAbsolutePathsWork) {
-  TempDir dir;
+  TempFolder dir;
   write_bytes(dir.file("refs.fvecs"), fvecs(kDim, random_floats(40, 11)));
   fs::create_directories(dir.path / "sub");
   write_bytes(dir.file("sub/q.npy"), npy(3, kDim, random_floats(12, 12)));
@@ -578,7 +569,7 @@ TEST(DataFileMatrix, PathsResolveAgainstTheMatrixFolderAndAbsolutePathsWork) {
 }
 
 TEST(DataFileMatrix, AShapeThatDisagreesWithTheCaseIsRefusedWithTheNumbers) {
-  TempDir dir;
+  TempFolder dir;
   write_bytes(dir.file("vectors.fvecs"), fvecs(kDim, random_floats(40, 13)));              // 10 × 4
   write_bytes(dir.file("k3.npy"), npy(10, 3, random_floats(30, 14)));                      // 10 × 3
   write_bytes(dir.file("k3.bin"), float_bytes(random_floats(36, 15)));                     // 144 bytes: 9 rows of k = 4
@@ -603,7 +594,7 @@ TEST(DataFileMatrix, AShapeThatDisagreesWithTheCaseIsRefusedWithTheNumbers) {
 }
 
 TEST(DataFileMatrix, FileProblemsNameTheMatrixTheJsonPathAndTheDataFile) {
-  TempDir dir;
+  TempFolder dir;
   const std::string s = npy(kRows, kDim, random_floats(40, 17));
   write_bytes(dir.file("short.npy"), s.substr(0, s.size() - 8));
   const std::string label = dir.file("m.json");
@@ -679,7 +670,7 @@ BinaryRun run_binary(const std::string& args, const std::string& dir) {
 const std::string kFast = " --version v0 --warmup 0 --min-samples 1 --min-time 0 ";
 
 TEST(DataFileRun, FvecsReferencesWithGeneratedQueriesPassWithTheFilesChecksum) {
-  TempDir dir;
+  TempFolder dir;
   const int dim = 5, m = 7, n = 300;
   const auto refs = random_floats(std::size_t(n) * dim, 21);
   write_bytes(dir.file("refs.fvecs"), fvecs(dim, refs));
@@ -701,7 +692,7 @@ TEST(DataFileRun, FvecsReferencesWithGeneratedQueriesPassWithTheFilesChecksum) {
 }
 
 TEST(DataFileRun, CsvQueriesAndNpyReferencesPass) {
-  TempDir dir;
+  TempFolder dir;
   const int dim = 3, m = 11, n = 64;
   const auto queries = random_floats(std::size_t(m) * dim, 22), refs = random_floats(std::size_t(n) * dim, 23);
   write_bytes(dir.file("q.csv"), "x,y,z\n" + join_lines(csv_lines(dim, queries)));
@@ -718,7 +709,7 @@ TEST(DataFileRun, CsvQueriesAndNpyReferencesPass) {
 }
 
 TEST(DataFileRun, ANaNInAFileExits2WithOneLineNamingTheByte) {
-  TempDir dir;
+  TempFolder dir;
   auto refs = random_floats(40, 24);
   refs[13] = kNaN;
   write_bytes(dir.file("nan.bin"), float_bytes(refs));
@@ -731,7 +722,7 @@ TEST(DataFileRun, ANaNInAFileExits2WithOneLineNamingTheByte) {
 }
 
 TEST(DataFileRun, AShapeMismatchExits2BeforeRunningAnything) {
-  TempDir dir;
+  TempFolder dir;
   write_bytes(dir.file("r.fvecs"), fvecs(4, random_floats(40, 25)));
   const std::string matrix = dir.file("m.json");
   write_bytes(matrix, R"({"schema_version":1,"cases":[{"id":0,"k":4,"m":2,"n":11,"references_file":"r.fvecs"}]})");

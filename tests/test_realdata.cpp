@@ -32,8 +32,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // A temporary folder of its own (tests/test_support.hpp).
-struct Dir : knn::testing::TempDir {
-  Dir() : TempDir("knn_realdata") {}
+struct Dir : knn::testing::TempFolder {
+  Dir() : TempFolder("knn_realdata") {}
 };
 
 void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }

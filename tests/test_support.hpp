@@ -6,16 +6,20 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <unistd.h>
+
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "core/errors.hpp"
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "core/environment.hpp"
@@ -28,6 +32,34 @@
 #include "validate.hpp"
 
 namespace knn::testing {
+
+// The message of the ConfigError that fn throws; "" when it throws none.
+inline std::string config_error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A fresh folder under the system's temporary folder (`stem`, the process and a counter), removed
+// with everything in it afterwards.
+struct TempFolder {
+  std::filesystem::path path;
+  explicit TempFolder(const std::string& stem) {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() / (stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 // A problem with generated inputs; owns its buffers.
 struct Dataset {
@@ -48,24 +80,6 @@ struct Dataset {
     compute_reference(problem, Neighbors{idx.data(), dist.data()});
     return idx;
   }
-};
-
-// A fresh folder under the temporary directory, "<prefix>_<pid>_<n>", removed with all it holds at
-// the end of the scope.
-struct TempDir {
-  std::filesystem::path path;
-  explicit TempDir(const std::string& prefix) {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() / fmt::format("{}_{}_{}", prefix, ::getpid(), counter++);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
 // Sets an environment variable for one scope (unsets it when `value` is empty), then restores it.
