@@ -264,7 +264,7 @@ TEST(HostEnvironment, LoadAverageAndGovernor) {
   EXPECT_FALSE(parse_loadavg("", a, b, c));
   EXPECT_FALSE(parse_loadavg("high", a, b, c));
   EXPECT_EQ(read_first_word("/nonexistent/scaling_governor"), "unknown");
-  const std::string path = ::testing::TempFolder() + "governor";
+  const std::string path = ::testing::TempDir() + "governor";
   std::ofstream(path) << "performance\n";
   EXPECT_EQ(read_first_word(path), "performance");
   HostInfo h;
