@@ -11,9 +11,9 @@
 
 namespace knn {
 
-// One reading: the best of kCanaryLoops runs of a fixed integer loop (ms), and the bandwidth of
+// One reading: the mean of kCanaryLoops runs of a fixed integer loop (ms), and the bandwidth of
 // one thread reading a kCanaryBufferBytes buffer allocated by the run's host-memory allocator (GB/s,
-// the fastest of its kCanaryChunks parts).
+// in kCanaryChunks parts). Wall time: a share of the CPU taken by other processes shows.
 struct CanaryReading {
   double cpu_ms = 0;
   double mem_gbps = 0;
@@ -22,7 +22,7 @@ struct CanaryReading {
 };
 inline constexpr int kCanaryLoops = 3;
 inline constexpr std::size_t kCanaryBufferBytes = std::size_t(32) << 20;
-inline constexpr int kCanaryChunks = 4;  // the buffer is read in 4 parts, the fastest part counts
+inline constexpr int kCanaryChunks = 4;  // the buffer is read in 4 parts
 
 // A result's canary, before its first call and after its last. All 0: not recorded (--no-canary,
 // a skip, an older file).
@@ -66,7 +66,8 @@ long long anon_huge_kb_of(const std::vector<const void*>& addresses);
 std::string cpu_list(const std::vector<int>& cpus);
 
 // Reads the canary before a result (the constructor) and after it (finish), and the facts of the
-// inputs `buffers` (each a pointer and a size in bytes). Off: does nothing.
+// inputs `buffers` (each a pointer and a size in bytes; smaps only for those of 2 MiB or more).
+// A reading younger than 0.5 s is used again (canary.cpp). Off: does nothing.
 class CanaryProbe {
  public:
   CanaryProbe(bool on, HostMemory memory, std::vector<std::pair<const void*, std::size_t>> buffers);
