@@ -150,6 +150,7 @@ void add_geomeans(CompareReport& rep) {
       case Verdict::slower: ++g.slower; break;
       case Verdict::too_few: ++g.too_few; break;
       case Verdict::unknown: ++g.unknown; break;
+      case Verdict::host_drift: ++g.host_drift; break;
     }
     if (std::isfinite(p.ratio) && p.ratio > 0) {
       g.geomean += std::log(p.ratio);  // a sum of logs until the end
@@ -168,6 +169,7 @@ const char* to_string(Verdict v) {
     case Verdict::slower: return "SLOWER";
     case Verdict::too_few: return "too few samples";
     case Verdict::unknown: return "????";
+    case Verdict::host_drift: return "HOST DRIFT";
   }
   return "?";
 }
@@ -199,6 +201,7 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
   rep.b = {doc_b.file, doc_b.info};
   rep.notes = header_notes(rep.a, rep.b);
   rep.options = opts;
+  const HostShift shift = host_shift(all_a, all_b);  // compare_canary.cpp
 
   // A result appearing twice in one file: the first is used, the others are said.
   auto index = [&rep, &filter, &opts](const std::vector<Result>& all, const std::string& file) {
@@ -282,13 +285,14 @@ CompareReport compare_runs(const ResultsDocument& doc_a, const ResultsDocument& 
       if (const auto diff = param_differences(*ra, *rb); !diff.empty())
         rep.notes.push_back(fmt::format("{} case {}: paired under --ignore-params although its parameters differ ({})", ra->version,
                                         ra->problem_case.id, join(diff)));
-    rep.pairs.push_back(judge_pair(*ra, *rb, opts));
+    rep.pairs.push_back(with_host_drift(judge_pair(*ra, *rb, opts), *ra, *rb, shift, opts));
   }
   sort_report(rep);
   for (auto& note : ground_truth_notes(rep.pairs)) rep.notes.push_back(std::move(note));
   for (auto& note : min_change_notes(rep.pairs, opts)) rep.notes.push_back(std::move(note));
   add_geomeans(rep);
   for (auto& note : drift_notes(rep.geomeans, opts.min_effect_pct)) rep.notes.push_back(std::move(note));
+  for (auto& note : host_drift_notes(shift, rep)) rep.notes.push_back(std::move(note));
   if (rep.pairs.empty()) rep.nothing_compared = nothing_compared_reason(rep, kept_a.size(), kept_b.size(), !opts.versions.empty() || !opts.cases.empty());
   return rep;
 }

@@ -61,8 +61,10 @@ int run_compare(const CompareOptions& opts);
 // ---------------------------------------------------------------- the report, for tests and printers
 
 // too_few: the U test cannot reach alpha with these sample counts (prints "too few samples");
-// unknown: no time or no raw samples to judge (prints "????").
-enum class Verdict { same, faster, slower, too_few, unknown };
+// unknown: no time or no raw samples to judge (prints "????"). host_drift: SLOWER or FASTER by the
+// rule, but the pair depends on the host and the files' host canaries moved the same way by more
+// than --threshold (compare_canary.cpp): not counted as a regression.
+enum class Verdict { same, faster, slower, too_few, unknown, host_drift };
 const char* to_string(Verdict v);
 
 // A results file's header, as the reader gives it, and the file's name.
@@ -87,6 +89,8 @@ struct ComparedPair {
   bool under_min_change = false;
   // What each side's answer was validated against (ValidationReport::ground_truth; "" when not validated).
   std::string a_ground_truth, b_ground_truth;
+  // The host canaries' ratio B/A (as a time: > 1 the host of B was slower) when the verdict is host_drift.
+  double host_ratio = 0;
   double effect_pct() const { return 100 * (ratio - 1); }
 };
 
@@ -103,7 +107,7 @@ struct VersionGeomean {
   std::string version;
   int pairs = 0;  // pairs with a positive ratio, hidden ones included
   double geomean = 0;
-  int faster = 0, same = 0, slower = 0, too_few = 0, unknown = 0;
+  int faster = 0, same = 0, slower = 0, too_few = 0, unknown = 0, host_drift = 0;
 };
 
 struct CompareReport {
@@ -161,5 +165,29 @@ std::vector<std::string> min_change_notes(const std::vector<ComparedPair>& pairs
 inline constexpr int kDriftMinVersions = 3;
 inline constexpr int kDriftMinPairs = 2;
 std::vector<std::string> drift_notes(const std::vector<VersionGeomean>& geomeans, double min_effect_pct);
+
+// ---------------------------------------------------------------- the host canaries (compare_canary.cpp)
+
+// How the host's speed moved from A to B, from the canaries of each file's results (canary.hpp):
+// the median over the results of every reading (before and after) of the CPU loop's time and of the
+// memory bandwidth. Known only when both files hold canaries.
+struct HostShift {
+  bool known = false;
+  double cpu_ratio = 0;  // B/A of the CPU loop's time
+  double mem_ratio = 0;  // A/B of the bandwidth: > 1 when B's memory was slower
+  // The one of the two farther from 1, as a time ratio; drifted: beyond --threshold.
+  double ratio() const;
+  bool drifted(double min_effect_pct) const;
+};
+HostShift host_shift(const std::vector<Result>& a, const std::vector<Result>& b);
+// Whether a result's time depends on the host: it used no GPU, or its family is cpu, or its host
+// phase `build` (a tree built on the host) takes at least half of its median.
+bool depends_on_host(const Result& r);
+// p's SLOWER (FASTER) becomes HOST DRIFT when both results depend on the host and the host drifted
+// slower (faster) beyond --threshold; returns p.
+ComparedPair with_host_drift(ComparedPair p, const Result& a, const Result& b, const HostShift& shift, const CompareOptions& opts);
+// What the canaries say: the shift when it is beyond --threshold, and how many verdicts it turned
+// into HOST DRIFT; nothing when the files have no canaries.
+std::vector<std::string> host_drift_notes(const HostShift& shift, const CompareReport& rep);
 
 }  // namespace knn

@@ -82,7 +82,8 @@ std::string format_compare(const CompareReport& rep, bool md) {
     if (p.hidden) continue;
     rows.push_back({p.version, std::to_string(p.case_id), format_ms(p.a_median_ms), fmt_noise(p.a_noise_pct), format_ms(p.b_median_ms),
                     fmt_noise(p.b_noise_pct), fmt::format("{}/{}", p.a_samples, p.b_samples), fmt_effect(p.effect_pct()), fmt_p(p.p_value),
-                    verdict_cell(p.verdict, md)});
+                    p.verdict == Verdict::host_drift ? fmt::format("{} x{:.2f}", verdict_cell(p.verdict, md), p.host_ratio)
+                                                     : verdict_cell(p.verdict, md)});
   }
   const CompareOptions& o = rep.options;
   if (rows.size() > 1)
@@ -116,10 +117,15 @@ std::string format_compare(const CompareReport& rep, bool md) {
   if (!rep.geomeans.empty()) {
     out += md ? "\n### Geometric mean of B/A per version\n\n" : "\nGeometric mean of B/A per version:\n";
     std::vector<std::vector<std::string>> grows{{"version", "pairs", "geomean B/A", "FASTER", "SAME", "SLOWER", "too few", "????"}};
-    for (const auto& g : rep.geomeans)
+    bool drift = false;
+    for (const auto& g : rep.geomeans) drift = drift || g.host_drift > 0;
+    if (drift) grows[0].push_back("HOST DRIFT");  // only where the canaries moved
+    for (const auto& g : rep.geomeans) {
       grows.push_back({g.version, std::to_string(g.pairs), fmt_ratio(g.geomean), std::to_string(g.faster), std::to_string(g.same),
                        std::to_string(g.slower), std::to_string(g.too_few), std::to_string(g.unknown)});
-    out += render_table(grows, label_then_numbers(8), md);
+      if (drift) grows.back().push_back(std::to_string(g.host_drift));
+    }
+    out += render_table(grows, label_then_numbers(drift ? 9 : 8), md);
   }
 
   if (rep.pairs.empty())

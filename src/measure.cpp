@@ -13,6 +13,7 @@
 #include <set>
 #include <utility>
 
+#include "canary.hpp"
 #include "clocks.hpp"
 #include "core/errors.hpp"
 #include "devices.hpp"
@@ -344,7 +345,9 @@ void measure_unless_skipped(const VersionDesc& desc, const Problem& p, const Env
                             const std::optional<std::string>& why, const Reference* reference, Result& r, MeasureRecord* record) {
   r.host_memory = env.host_memory;
   if (why) return mark_skipped(r, *why);
+  CanaryProbe canary(opts.canary, env.host_memory, {{p.queries, p.query_floats() * sizeof(float)}, {p.references, p.reference_floats() * sizeof(float)}});
   if (std::optional<Answer> answer = measure(desc, p, env, opts, r, record)) grade_answer(r, *answer, p, reference, opts);
+  canary.finish(r.canary, r.host_facts);
 }
 
 void measure_version(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts,

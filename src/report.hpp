@@ -68,5 +68,8 @@ double phase_median(const Result& r, const std::string& phase);
 // Every phase a result reported except the harness's own (build, query) and the total: the
 // versions' finer phases (h2d, alloc, transpose, kernel, d2h, ...) as "h2d 1.23, kernel 4.56".
 std::string version_phases_text(const Result& r);
+// The host canary's min, median and max over the results, the run's host facts, and a warning
+// line when max/min exceeds kCanarySpreadWarning ("" without canaries; report_canary.cpp).
+std::string canary_spread_text(const RunInfo& info, const std::vector<Result>& results, bool markdown);
 
 }  // namespace knn

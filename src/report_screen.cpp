@@ -174,7 +174,7 @@ class ScreenReporter final : public Reporter {
     std::fflush(stdout);
   }
 
-  void end(const RunInfo&, const std::vector<Result>& all) override {
+  void end(const RunInfo& info, const std::vector<Result>& all) override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       done_ = true;
@@ -194,6 +194,9 @@ class ScreenReporter final : public Reporter {
     fmt::print("{}", text);
     if (!fastest.empty()) fmt::print("< = the fastest version of the case.\n");
     fmt::print("{}", wrap_lines(summary_legend(all), kScreenWidth));
+    // The canary's spread only when the host's speed changed during the run (report's markdown has it always).
+    if (const std::string canary = canary_spread_text(info, all, false); canary.find("WARNING") != std::string::npos)
+      fmt::print("\n{}", wrap_lines(canary, kScreenWidth));
     fmt::print("\n{} passed, {}{} failed, {} skipped\n", pass, inexact ? fmt::format("{} inexact (peers), ", inexact) : "", fail, skip);
     std::fflush(stdout);
   }

@@ -71,6 +71,7 @@ class MarkdownReporter final : public Reporter {
     const std::string legend = summary_legend(all);
     if (!legend.empty()) s += "\n" + legend;
     s += "\nnoise % = half-width of the ~95 % confidence interval of the median, relative to the median.\n\n";
+    s += canary_spread_text(info, all, true);
     s += plot_links(path_) + "## Every result\n\n";
     std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples"};
     for (const auto& p : kMarkdownPhaseColumns) head.push_back(p + " ms");

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "canary.hpp"
 #include "core/params.hpp"
 #include "core/environment.hpp"
 #include "matrix.hpp"
@@ -56,6 +57,8 @@ struct Result {
   bool noise_target_missed = false;  // sampling stopped (time or sample limit) before the noise target
   bool interrupted = false;          // cut short by an interrupt: not a measurement
   ResultClocks clocks;
+  ResultCanary canary;         // the host's speed before and after (canary.hpp); not recorded under --no-canary
+  ResultHostFacts host_facts;  // where the inputs lay, the CPUs and their frequency, with the canary
   std::map<std::string, std::vector<double>> phase_samples_ms;  // build, query, h2d, kernel, d2h, ...
   std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
   // "v16[test=median]": the version id with the parameters the user set; the id alone otherwise.
@@ -73,6 +76,7 @@ struct RunInfo {
   RecordedBuild recorded_build;  // filled by the reader only
   std::string started_utc;
   HostInfo host;
+  HostFacts host_facts;  // the process's affinity, NUMA nodes, huge pages, cpufreq (canary.hpp)
   std::vector<DeviceInfo> devices;  // selected devices
   std::vector<double> warmup_ms;    // per selected device
   std::string device_note;          // why there are none, when there are none

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "build_info.hpp"
+#include "results_schema_canary.hpp"
 
 namespace knn {
 
@@ -105,6 +106,8 @@ json result_to_json(const Result& r) {
   j["noise_target_missed"] = r.noise_target_missed;
   j["interrupted"] = r.interrupted;
   j["clocks"] = clocks_json(r.clocks);
+  if (r.canary.recorded()) j["canary"] = canary_to_json(r.canary);  // results_schema_canary.cpp
+  if (r.host_facts.recorded()) j["host_facts"] = result_host_facts_to_json(r.host_facts);
   j["phases"] = phases_json(r.phase_samples_ms);
   json dev = json::object();
   for (const auto& [d, phases] : r.device_phase_samples_ms) dev[std::to_string(d)] = phases_json(phases);
@@ -131,6 +134,7 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
                {"memory_bytes", info.host.memory_bytes}, {"omp_threads", info.host.omp_threads}, {"os", info.host.os},
                {"omp_env", info.host.omp_env}, {"load_average", {info.host.load_1min, info.host.load_5min, info.host.load_15min}},
                {"cpu_governor", info.host.cpu_governor}};
+  if (info.host_facts.recorded()) j["host_facts"] = host_facts_to_json(info.host_facts);
   json devs = json::array();
   for (std::size_t i = 0; i < info.devices.size(); ++i) {
     const auto& d = info.devices[i];

@@ -8,6 +8,7 @@
 
 #include "core/errors.hpp"
 #include "result.hpp"
+#include "results_schema_canary.hpp"  // the canary's fields (canary.hpp)
 
 namespace knn {
 

@@ -10,6 +10,7 @@
 
 #include "results_journal.hpp"
 #include "results_schema.hpp"
+#include "results_schema_canary.hpp"
 
 namespace knn {
 
@@ -78,6 +79,7 @@ RunInfo run_info_from_json(const json& j) {
   info.cuda_driver_version = cuda_version(str(meta, "cuda_driver"));
   info.started_utc = str(meta, "date_utc");
   info.complete = flag(meta, "complete", true);  // files from before the flag existed were complete
+  read_host_facts(j, info);  // results_schema_canary.cpp
   const json& h = sub(j, "host");
   info.host.hostname = str(h, "hostname");
   info.host.cpu_model = str(h, "cpu_model");

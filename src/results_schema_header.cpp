@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "results_schema.hpp"
+#include "results_schema_canary.hpp"
 
 namespace knn {
 namespace {
@@ -94,7 +95,9 @@ void check_header(const json& doc, const std::string& file) {
   using K = Kind;
   check_object(file, doc, "",
                {{"schema_version", K::integer}, {"meta", K::object},   {"host", K::object},     {"devices", K::objects}, {"device_note", K::text_or_null},
-                {"mpi", K::object},             {"matrix", K::object}, {"options", K::object}, {"results", K::any}});  // results: read_results_document
+                {"mpi", K::object},             {"matrix", K::object}, {"options", K::object}, {"results", K::any},
+                {"host_facts", K::object}});
+  check_host_facts(doc, file);  // results_schema_canary.cpp  // results: read_results_document
   if (const auto it = doc.find("meta"); it != doc.end())
     check_object(file, *it, "meta",
                  {{"tool", K::text}, {"knnbench_version", K::text}, {"git_sha", K::text}, {"build_type", K::text}, {"cxx_compiler", K::text},

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "measure.hpp"  // kOtherPhase
-#include "results_schema.hpp"
+#include "results_schema.hpp"  // and results_schema_canary.hpp
 #include "stats.hpp"
 
 namespace knn {
@@ -322,7 +322,7 @@ std::map<std::string, std::vector<double>> read_phases(const Fields& f, const js
 Result read_result(const Fields& f, const json& j, const std::string& w) {
   f.only(j, w, {"case", "version", "title", "family", "status", "reason", "path", "note", "devices_used", "host_memory", "validation", "samples_ms",
                 "calls_per_sample", "stats", "noise_target_missed", "interrupted", "clocks", "phases", "device_phases", "params",
-                "params_set", "params_chosen"});
+                "params_set", "params_chosen", "canary", "host_facts"});
   Result r;
   read_case(f, f.need(j, "case", w), w + ".case", r);
   r.version = f.need_string(j, "version", w);
@@ -383,6 +383,7 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
       r.device_phase_samples_ms[std::stoi(dev)] = read_phases(f, phases, dw);
     }
   }
+  read_result_canary(j, w, r, [&f](const std::string& at, const std::string& what) { f.fail(at, what); });  // results_schema_canary.cpp
   return r;
 }
 

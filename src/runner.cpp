@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "answers_npy.hpp"
+#include "canary.hpp"
 #include "core/errors.hpp"
 #include "datafile.hpp"
 #include "devices.hpp"
@@ -126,6 +127,7 @@ RunInfo describe_run(const RunOptions& opts, const Matrix& mx, Environment& env)
   info.argv = opts.argv;
   info.started_utc = utc_now_iso();
   info.host = read_host_info();
+  info.host_facts = read_host_facts();
   info.matrix_file = mx.file;
   info.matrix_checksum = mx.checksum;
   info.warmup = opts.measure.warmup;

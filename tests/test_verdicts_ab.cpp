@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ab_support.hpp"
 #include "cli_support.hpp"
 
 namespace {
@@ -45,16 +46,7 @@ Experiment run_ab(const std::string& dir, const std::string& name, int a_pct, in
   return e;
 }
 
-// The widest max/min of one side's per-process medians in a row.
-std::pair<double, std::string> widest_spread(const nlohmann::json& row) {
-  std::pair<double, std::string> out{1, ""};
-  for (const char* side : {"a", "b"}) {
-    const auto m = row[side]["medians_ms"].get<std::vector<double>>();
-    const auto [lo, hi] = std::minmax_element(m.begin(), m.end());
-    if (*hi / *lo > out.first) out = {*hi / *lo, fmt::format("side {} of case {}: {:.3f} to {:.3f} ms", side, row["case"].get<int>(), *lo, *hi)};
-  }
-  return out;
-}
+using knn::testing::widest_spread;
 
 }  // namespace
 

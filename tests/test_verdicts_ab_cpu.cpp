@@ -1,0 +1,96 @@
+// End to end on this machine: `knnbench ab` on every CPU version (the registered versions that
+// need no GPU: v0, the CPU trees, v18, the CPU peers) and t7, with the same binary on both sides and
+// t7 doing 20 % more of its own work on side B. Every version but t7 runs the same code on both
+// sides: none of its rows of 1 ms or more may be SLOWER or FASTER; t7's rows of 1 ms or more must be
+// SLOWER. It runs alone (a Verdicts* test: RUN_SERIAL in tests/CMakeLists.txt; the sanitizer job
+// of .ci/run leaves it out), in about a minute on a 2-core machine.
+//
+// Where a row misses its expectation and one side's processes spread by more than 1.3x (max/min),
+// this host's processes cannot show a 5 % effect with 8 per side: the test skips, naming the rows.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ab_support.hpp"
+#include "cli_support.hpp"
+
+namespace {
+
+// v0 takes 8-10 ms on both on a 2-core machine under load; the trees build 196 608 or 65 536 points per call.
+constexpr const char* kMatrix = R"({"schema_version": 1, "defaults": {"topk": 1, "distribution": "uniform", "seed": 20240607},
+ "cases": [{"id": 0, "k": 3, "m": 4, "n": 196608}, {"id": 1, "k": 3, "m": 16, "n": 65536}]})";
+
+// The versions of `knnbench --list` that need no GPU (third column "no GPU") and are built, less
+// the test-only ones (t*, p-test-*), which fail, crash or answer wrongly on purpose.
+std::vector<std::string> cpu_versions() {
+  const auto r = knn::testing::run(KNN_TEST_BINARY, "--list");
+  std::vector<std::string> out;
+  std::istringstream lines(r.out);
+  std::string line;
+  bool in_versions = false;
+  while (std::getline(lines, line)) {
+    if (line == "Versions:") in_versions = true;
+    else if (line.empty()) in_versions = false;
+    if (!in_versions || line.size() < 3 || line[0] != ' ') continue;
+    std::istringstream words(line);
+    std::string id, family, gpu, gpu2;
+    words >> id >> family >> gpu >> gpu2;
+    if (gpu == "no" && id[0] != 't' && id.rfind("p-test", 0) != 0 && line.find("not built") == std::string::npos) out.push_back(id);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
+  double load = 0;
+  std::ifstream("/proc/loadavg") >> load;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (load > 1.5 * cores) GTEST_SKIP() << fmt::format("machine busy: load average {:.1f} on {} cores", load, cores);
+  const std::vector<std::string> versions = cpu_versions();
+  ASSERT_FALSE(versions.empty()) << "no CPU version in --list";
+  std::string list = "t7";
+  for (const auto& v : versions) list += "," + v;
+
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_verdicts_ab_cpu_{}_{}", ::getpid(), std::random_device{}());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "matrix.json") << kMatrix;
+  const std::string json = (dir / "ab.json").string();
+  const auto r = knn::testing::run(KNN_TEST_BINARY, fmt::format("ab --a-param t7.slowdown=0 --b-param t7.slowdown=20 --version {} --config '{}' "
+                                                                "--processes 8 --min-time 0.1 --json '{}'",
+                                                                list, (dir / "matrix.json").string(), json));
+  ASSERT_TRUE(std::filesystem::exists(json)) << r.out;
+  const nlohmann::json report = nlohmann::json::parse(std::ifstream(json));
+  std::vector<std::string> host_too_noisy;
+  int judged_same = 0, judged_slowed = 0;
+  for (const auto& row : report["rows"]) {
+    const std::string label = row["version"].get<std::string>(), verdict = row["verdict"].get<std::string>();
+    if (!row["a_median_ms"].is_number() || row["a_median_ms"].get<double>() < 1.0) continue;  // the promise holds from 1 ms
+    const bool slowed = label.rfind("t7", 0) == 0;
+    ++(slowed ? judged_slowed : judged_same);
+    const bool expected = slowed ? verdict == "SLOWER" : verdict != "SLOWER" && verdict != "FASTER";
+    if (expected) continue;
+    const auto [spread, where] = knn::testing::widest_spread(row);
+    const std::string what = fmt::format("{} case {}: {} (B/A {:.3f}; processes spread {:.2f}x: {})", label, row["case"].get<int>(), verdict,
+                                         row["ratio"].is_number() ? row["ratio"].get<double>() : 0.0, spread, where);
+    if (spread > 1.3) host_too_noisy.push_back(what);
+    else ADD_FAILURE() << what << (slowed ? ": 20 % more work not SLOWER" : ": the same code on both sides") << "\n" << r.out;
+  }
+  EXPECT_GE(judged_slowed, 1) << "no t7 row of 1 ms or more: the test checks nothing\n" << r.out;
+  EXPECT_GE(judged_same, 2) << "fewer than two other rows of 1 ms or more\n" << r.out;
+  if (!::testing::Test::HasFailure() && !host_too_noisy.empty()) {
+    std::string why;
+    for (const auto& h : host_too_noisy) why += "\n  " + h;
+    GTEST_SKIP() << "this host's processes spread too far (max/min > 1.3) for 8 per side:" << why;
+  }
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+}
