@@ -241,7 +241,12 @@ std::optional<std::string> PreparedCase::stream_references(const Matrix& mx, boo
   } catch (const ConfigError& e) {
     return e.what();
   }
-  if (truth_) reference_->also = &*truth_;
+  if (truth_) {
+    // The ground truth is checked like the reference: its points come from rank 0's stream, not
+    // from the shard in memory (which holds only rank 0's rows: reading index i there went past it).
+    truth_->reference_point = reference_->reference_point;
+    reference_->also = &*truth_;
+  }
   return std::nullopt;
 }
 

@@ -111,6 +111,25 @@ for np in 2 3; do
   echo "    $(field "$f" "r[8]['reason']")"
 done
 
+# A ground-truth file: validation reads the true distances of its indices from rank 0's stream of the
+# references, as it does the reference's (it read them from rank 0's shard, which holds only its
+# rows: wrong distances on 2 ranks, a read past the shard and a crash on 3 or more).
+python3 - "$work" <<'PY'
+import json, sys
+d = sys.argv[1]
+m = json.load(open(f"{d}/m.json"))
+c = dict(next(x for x in m["cases"] if x["id"] == 1), id=10, ground_truth_file="one/case1-v0-indices.npy")
+json.dump({"schema_version": 1, "cases": [c]}, open(f"{d}/gt.json", "w"))
+PY
+for np in 2 3 4; do
+  timeout 120 "${launch[@]}" -np $np "$bin" --config "$work/gt.json" --version v18 "${fast[@]}" --json "$work/gt$np.json" >"$work/gt$np.log" 2>&1
+  rc=$?
+  [ $rc = 0 ] || { cat "$work/gt$np.log"; echo "FAIL: mpirun -np $np with a ground-truth file exited $rc"; exit 1; }
+  expect "$work/gt$np.json" "r[10]['validation']['status']" pass
+  expect "$work/gt$np.json" "r[10]['validation']['ground_truth'].endswith('case1-v0-indices.npy')" True
+done
+echo "ok: a ground-truth file validates v18 on 2, 3 and 4 ranks"
+
 # Ranks that see different files at one path (here: each rank started in its own folder, as hosts
 # with their own copies would be): rank 0 compares each rank's checksum of what it read with its
 # own reading, and the case fails naming the rank, the rows and the file; a case whose files agree
