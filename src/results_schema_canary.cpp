@@ -22,14 +22,7 @@ std::string shown(const json& v) {
 
 void only(const json& obj, const std::string& where, std::initializer_list<const char*> known, const SchemaFail& fail) {
   if (!obj.is_object()) fail(where, fmt::format("{}, expected an object", shown(obj)));
-  for (const auto& [key, value] : obj.items()) {
-    bool found = false;
-    for (const char* k : known) found = found || key == k;
-    if (found) continue;
-    std::string list;
-    for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    fail(where + "." + key, fmt::format("unknown field (a knnbench result has here: {})", list));
-  }
+  refuse_unknown_fields(obj, where, known, fail);
 }
 
 // A canary's reading: a finite number > 0, required once the object is there.
@@ -85,6 +78,17 @@ void read_facts(const json& f, const std::string& w, ResultHostFacts& out, const
 }
 
 }  // namespace
+
+void refuse_unknown_fields(const json& obj, const std::string& where, std::initializer_list<const char*> known, const SchemaFail& fail) {
+  for (const auto& [key, value] : obj.items()) {
+    bool found = false;
+    for (const char* k : known) found = found || key == k;
+    if (found) continue;
+    std::string list;
+    for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    fail(where + "." + key, fmt::format("unknown field (a knnbench result has here: {})", list));
+  }
+}
 
 nlohmann::ordered_json canary_to_json(const ResultCanary& c) {
   if (!c.recorded()) return nullptr;

@@ -4,6 +4,7 @@
 // input_anon_huge_kb, cpus, cpu_mhz}, and the file's "host_facts" {affinity, numa_nodes,
 // transparent_hugepages, cpufreq}. Files without them (--no-canary, older files) read as not recorded.
 #include <functional>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -21,6 +22,10 @@ nlohmann::ordered_json host_facts_to_json(const HostFacts& f);
 // A canary's four numbers must be finite and > 0; a field of another type, or an unknown one, is
 // refused.
 using SchemaFail = std::function<void(const std::string& where, const std::string& what)>;
+// Refuses the first field of the object `obj` that is not in `known`: fail(where.KEY, "unknown field
+// (a knnbench result has here: ...)"). Every strict reader of a results file uses it.
+void refuse_unknown_fields(const nlohmann::json& obj, const std::string& where, std::initializer_list<const char*> known,
+                           const SchemaFail& fail);
 void read_result_canary(const nlohmann::json& j, const std::string& where, Result& r, const SchemaFail& fail);
 
 // The file's "host_facts": checked (SchemaError naming `file` and the field) and read.

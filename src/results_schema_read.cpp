@@ -35,14 +35,7 @@ class Fields {
   // The writer writes these fields here and no other: an unknown one is a typo or a hand edit.
   void only(const json& obj, const std::string& where, std::initializer_list<const char*> known) const {
     expect_object(obj, where);
-    for (const auto& [key, value] : obj.items()) {
-      bool found = false;
-      for (const char* k : known) found = found || key == k;
-      if (found) continue;
-      std::string list;
-      for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      fail(where + "." + key, fmt::format("unknown field (a knnbench result has here: {})", list));
-    }
+    refuse_unknown_fields(obj, where, known, [this](const std::string& w, const std::string& what) { fail(w, what); });
   }
   // A count or size: an integer in [lo, hi].
   long long bounded(const json& v, const std::string& where, long long lo, long long hi, const char* what) const {
