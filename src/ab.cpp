@@ -19,6 +19,7 @@
 #include <set>
 #include <sstream>
 
+#include "canary.hpp"  // cpu_list
 #include "cli.hpp"
 #include "core/params.hpp"
 #include "output_file.hpp"
@@ -159,6 +160,8 @@ struct Collector {
       AbSide& s = side == 'A' ? row.a : row.b;
       s.medians_ms.push_back(r.stats.median);
       s.rounds.push_back(round);
+      s.hosts.push_back({r.canary.cpu_ms(), r.canary.mem_gbps(), r.host_facts.input_numa_node, r.host_facts.input_anon_huge_kb,
+                         r.host_facts.cpus.empty() ? "" : cpu_list(r.host_facts.cpus), r.host_facts.cpu_mhz});
     }
   }
 };

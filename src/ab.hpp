@@ -55,11 +55,29 @@ struct ShiftInterval {
 };
 ShiftInterval shift_interval(const std::vector<double>& a, const std::vector<double>& b, double level);
 
-// One side's processes of one (case, version): their medians in the order they ran, and the round of each.
+// What one process's result recorded of its host (the canary and the facts, canary.hpp); 0, -1 or
+// empty where the process did not record it (--no-canary, an older binary).
+struct AbHost {
+  double canary_cpu_ms = 0, canary_mem_gbps = 0;
+  std::string numa_node;  // of the inputs
+  long long huge_kb = -1;  // the inputs' transparent huge pages
+  std::string cpus;        // "0-3"
+  double cpu_mhz = 0;
+};
+
+// One side's processes of one (case, version): their medians in the order they ran, the round of
+// each, and what each recorded of its host.
 struct AbSide {
   std::vector<double> medians_ms;
   std::vector<int> rounds;
+  std::vector<AbHost> hosts;  // one per median, or none
 };
+
+// Whether a bimodal side's slow mode goes with what its processes recorded of the host: the canary
+// (its CPU loop slower, its memory probe slower, by more than `min_effect_pct` between the modes'
+// medians and with the modes' ranges apart) or a fact that takes one value in each mode (the inputs'
+// NUMA node, whether they had huge pages, the CPUs). One line, "" when nothing was recorded.
+std::string explain_modes(const AbSide& s, const std::vector<AbMode>& modes, double min_effect_pct);
 
 struct AbJudgement {
   double a_median_ms = 0, b_median_ms = 0;  // medians of the per-process medians

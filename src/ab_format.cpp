@@ -2,10 +2,15 @@
 // with every process's median.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <set>
+#include <tuple>
 
 #include "ab.hpp"
 #include "report.hpp"  // format_ms
+#include "stats.hpp"   // median_of
 #include "text_table.hpp"
 
 namespace knn {
@@ -24,12 +29,87 @@ nlohmann::ordered_json side_json(const AbSide& s, const std::vector<AbMode>& mod
   nlohmann::ordered_json j;
   j["medians_ms"] = s.medians_ms;
   j["rounds"] = s.rounds;
+  j["hosts"] = nlohmann::ordered_json::array();
+  for (const AbHost& h : s.hosts)
+    j["hosts"].push_back({{"canary_cpu_ms", h.canary_cpu_ms}, {"canary_mem_gbps", h.canary_mem_gbps}, {"input_numa_node", h.numa_node},
+                          {"input_anon_huge_kb", h.huge_kb}, {"cpus", h.cpus}, {"cpu_mhz", h.cpu_mhz}});
   j["modes"] = nlohmann::ordered_json::array();
   for (const AbMode& m : modes) j["modes"].push_back({{"median_ms", m.median_ms}, {"count", m.members.size()}, {"processes", m.members}});
   return j;
 }
 
+// The values `get` gives for the processes `members` (those with the value recorded: `valid`).
+template <class T, class Get, class Valid>
+std::vector<T> values_of(const AbSide& s, const std::vector<int>& members, Get get, Valid valid) {
+  std::vector<T> out;
+  for (int i : members)
+    if (valid(s.hosts[std::size_t(i)])) out.push_back(get(s.hosts[std::size_t(i)]));
+  return out;
+}
+
+// "canary CPU loop 1.82x slower in the slow mode (ranges apart)", "" when a mode has no reading.
+std::string canary_part(std::vector<double> fast, std::vector<double> slow, bool higher_is_slow, const char* what, double min_effect,
+                        bool& separates) {
+  if (fast.empty() || slow.empty()) return "";
+  const double f = median_of(fast), sl = median_of(slow);
+  const double ratio = higher_is_slow ? sl / f : f / sl;
+  const auto [fmin, fmax] = std::minmax_element(fast.begin(), fast.end());
+  const auto [smin, smax] = std::minmax_element(slow.begin(), slow.end());
+  const bool apart = higher_is_slow ? *fmax < *smin : *fmin > *smax;
+  const bool sep = ratio > 1 + min_effect / 100 && apart;
+  separates = separates || sep;
+  return fmt::format("{} {:.2f}x slower in the slow mode{}", what, ratio, apart ? " (ranges apart)" : " (ranges overlap)");
+}
+
+// "NUMA node 0 in the fast mode, 1 in the slow", "NUMA node 0 in both", "" when not recorded.
+std::string fact_part(const std::vector<std::string>& fast, const std::vector<std::string>& slow, const char* what, bool& separates) {
+  if (fast.empty() || slow.empty()) return "";
+  const std::set<std::string> f(fast.begin(), fast.end()), sl(slow.begin(), slow.end());
+  const auto join = [](const std::set<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : " or ") + x;
+    return out;
+  };
+  if (f == sl) return fmt::format("{} {} in both", what, join(f));
+  std::vector<std::string> common;
+  std::set_intersection(f.begin(), f.end(), sl.begin(), sl.end(), std::back_inserter(common));
+  separates = separates || common.empty();
+  return fmt::format("{} {} in the fast mode, {} in the slow", what, join(f), join(sl));
+}
+
 }  // namespace
+
+std::string explain_modes(const AbSide& s, const std::vector<AbMode>& modes, double min_effect_pct) {
+  if (modes.size() < 2 || s.hosts.size() != s.medians_ms.size()) return "";
+  const std::vector<int>& fast = modes.front().members;
+  const std::vector<int>& slow = modes.back().members;
+  const auto canary = [](const AbHost& h) { return h.canary_cpu_ms > 0; };
+  const auto facts = [](const AbHost& h) { return !h.numa_node.empty(); };
+  bool separates = false;
+  std::vector<std::string> parts;
+  const auto add = [&](std::string p) {
+    if (!p.empty()) parts.push_back(std::move(p));
+  };
+  const auto cpu = [](const AbHost& h) { return h.canary_cpu_ms; };
+  const auto mem = [](const AbHost& h) { return h.canary_mem_gbps; };
+  add(canary_part(values_of<double>(s, fast, cpu, canary), values_of<double>(s, slow, cpu, canary), true, "canary CPU loop",
+                  min_effect_pct, separates));
+  add(canary_part(values_of<double>(s, fast, mem, canary), values_of<double>(s, slow, mem, canary), false, "canary memory probe",
+                  min_effect_pct, separates));
+  const auto numa = [](const AbHost& h) { return h.numa_node; };
+  const auto huge = [](const AbHost& h) { return std::string(h.huge_kb > 0 ? "yes" : "no"); };
+  const auto known_huge = [](const AbHost& h) { return !h.numa_node.empty() && h.huge_kb >= 0; };
+  const auto cpus = [](const AbHost& h) { return h.cpus; };
+  add(fact_part(values_of<std::string>(s, fast, numa, facts), values_of<std::string>(s, slow, numa, facts), "inputs' NUMA node",
+                separates));
+  add(fact_part(values_of<std::string>(s, fast, huge, known_huge), values_of<std::string>(s, slow, huge, known_huge),
+                "inputs' huge pages", separates));
+  add(fact_part(values_of<std::string>(s, fast, cpus, facts), values_of<std::string>(s, slow, cpus, facts), "CPUs", separates));
+  if (parts.empty()) return "";
+  std::string out = separates ? "the slow mode goes with what the host recorded: " : "nothing recorded separates the modes: ";
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? "; " : "") + parts[i];
+  return out;
+}
 
 int AbReport::slower() const {
   int n = 0;
@@ -61,9 +141,14 @@ std::string format_ab(const AbReport& rep, bool md) {
                     fmt::format("{}/{}", r.a.medians_ms.size(), r.b.medians_ms.size()), number(j.ratio, "{:.3f}") + (j.within_modes ? "*" : ""),
                     fmt::format("{}-{}", number(j.ratio_interval.low, "{:.3f}"), number(j.ratio_interval.high, "{:.3f}")), p,
                     fmt::format("{}/{}", j.a_modes.size(), j.b_modes.size()), verdict});
-    if (j.within_modes)
+    if (j.within_modes) {
       mode_lines.push_back(fmt::format("{} case {}: A {}; B {}; judged within modes over {}/{} processes", r.label, r.case_id,
                                        modes_text(j.a_modes), modes_text(j.b_modes), j.a_used, j.b_used));
+      for (const auto& [name, side, modes] : {std::tuple{'A', &r.a, &j.a_modes}, std::tuple{'B', &r.b, &j.b_modes}}) {
+        const std::string why = explain_modes(*side, *modes, o.min_effect_pct);
+        if (!why.empty()) mode_lines.push_back(fmt::format("  side {}: {}", name, why));
+      }
+    }
   }
   if (rep.rows.empty()) return out + fmt::format("Nothing compared: no (case, version) timed on both sides: exit code {}.\n", rep.exit_code());
   out += md ? markdown_table(rows, label_then_numbers(rows[0].size())) : text_table(rows, label_then_numbers(rows[0].size()));
@@ -106,6 +191,8 @@ nlohmann::ordered_json ab_to_json(const AbReport& rep) {
     row["interval"] = {{"low", x.ratio_interval.low}, {"high", x.ratio_interval.high}, {"coverage", x.ratio_interval.coverage}};
     row["p"] = x.p_value ? nlohmann::ordered_json(*x.p_value) : nlohmann::ordered_json(nullptr);
     row["within_modes"] = x.within_modes;
+    row["a_modes_explained"] = explain_modes(r.a, x.a_modes, rep.rule.min_effect_pct);
+    row["b_modes_explained"] = explain_modes(r.b, x.b_modes, rep.rule.min_effect_pct);
     row["processes_used"] = {x.a_used, x.b_used};
     row["verdict"] = to_string(x.verdict);
     j["rows"].push_back(row);

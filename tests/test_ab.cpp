@@ -267,4 +267,46 @@ TEST(AbCommand, ParameterSidesPairAndTheJsonHasEveryProcess) {
   EXPECT_EQ(row["a"]["rounds"], (std::vector<int>{1, 2, 3, 4}));
   EXPECT_EQ(row["b"]["medians_ms"].size(), 4u);
   EXPECT_EQ(row["verdict"], "too few samples");  // 4 against 4 processes cannot reach alpha 0.01
+  // Each process's host readings ride with its median: the canary ran in every process.
+  ASSERT_EQ(row["a"]["hosts"].size(), 4u);
+  for (const auto& h : row["b"]["hosts"]) {
+    EXPECT_GT(h["canary_cpu_ms"].get<double>(), 0) << h;
+    EXPECT_GT(h["canary_mem_gbps"].get<double>(), 0) << h;
+    EXPECT_FALSE(h["input_numa_node"].get<std::string>().empty()) << h;
+  }
+}
+
+namespace {
+// Eight processes: 6 fast (10 ms), 2 slow (18 ms), with the host readings `slow_host` on the slow ones.
+AbSide side_with_hosts(const knn::AbHost& fast_host, const knn::AbHost& slow_host) {
+  AbSide s = side({10, 10.2, 18, 9.9, 18.4, 10.1, 10, 10.3});
+  for (double m : s.medians_ms) s.hosts.push_back(m > 15 ? slow_host : fast_host);
+  return s;
+}
+}  // namespace
+
+TEST(AbStats, ModesAreExplainedByTheCanaryOrAFactWhenOneSeparatesThem) {
+  const knn::AbHost fast{1.0, 10.0, "0", 2048, "0-3", 0};
+  AbSide s = side_with_hosts(fast, {1.0, 10.0, "0", 2048, "0-3", 0});
+  const auto modes = knn::find_modes(s.medians_ms, 5);
+  ASSERT_EQ(modes.size(), 2u);
+  const std::string none = knn::explain_modes(s, modes, 5);
+  EXPECT_EQ(none.rfind("nothing recorded separates the modes", 0), 0u) << none;
+  EXPECT_NE(none.find("inputs' NUMA node 0 in both"), std::string::npos) << none;
+  EXPECT_NE(none.find("canary CPU loop 1.00x"), std::string::npos) << none;
+
+  s = side_with_hosts(fast, {1.0, 6.0, "0", 2048, "0-3", 0});  // the memory probe 1.67x slower in the slow processes
+  std::string why = knn::explain_modes(s, modes, 5);
+  EXPECT_EQ(why.rfind("the slow mode goes with what the host recorded", 0), 0u) << why;
+  EXPECT_NE(why.find("canary memory probe 1.67x slower in the slow mode (ranges apart)"), std::string::npos) << why;
+
+  s = side_with_hosts(fast, {1.0, 10.0, "1", 0, "0-3", 0});  // inputs on the other node, without huge pages
+  why = knn::explain_modes(s, modes, 5);
+  EXPECT_EQ(why.rfind("the slow mode goes with", 0), 0u) << why;
+  EXPECT_NE(why.find("inputs' NUMA node 0 in the fast mode, 1 in the slow"), std::string::npos) << why;
+  EXPECT_NE(why.find("inputs' huge pages yes in the fast mode, no in the slow"), std::string::npos) << why;
+
+  s.hosts.clear();  // an older binary: nothing recorded, nothing said
+  EXPECT_EQ(knn::explain_modes(s, modes, 5), "");
+  EXPECT_EQ(knn::explain_modes(side_with_hosts(fast, fast), {modes.front()}, 5), "");  // one mode
 }

@@ -31,12 +31,17 @@
 #   slowed     compare's eye for a slowdown: v1-v7 and test-only t8 (v4 rescanning SLOWDOWN_PCT % more
 #              references, default 10) on cases 8-11 at 0 % and at that %, then compare
 #                                                    -> integrity/slowed-{0,N}.*, compare-slowed.txt
-#   ab         knnbench ab's experiments (docs/measurement.md): the same binary as A and B on the default
-#              matrix's cases AB_CASES (default 0-7; 8-11 hold calls of seconds for the CPU versions) with
-#              every version -> ab/same.*; test-only t7 (v0 slowed) and t8 (v4 with more work) slowed by
-#              SLOWDOWN_PCT % against 0 %, beside v0-v7 (cases AB_SLOWED_CASES, default 4-8) -> ab/slowed.*;
-#              two separate runs of the same cases and compare (the host canary's HOST DRIFT)
-#              -> ab/run-{1,2}.*, ab/compare-runs.txt. AB_PROCESSES per side (default 8)
+#   ab         knnbench ab's experiments (docs/measurement.md), AB_PROCESSES per side (default 8), the parts
+#              AB_PARTS (default "same-gpu same-cpu slowed runs"):
+#              same-gpu  the same binary as A and B, the default matrix's cases 0-11, the GPU versions
+#                        AB_GPU_VERSIONS (default v1-v9,v14,v15,v17)                      -> ab/same-gpu.*
+#              same-cpu  the same for the CPU versions AB_CPU_VERSIONS (default v0,v10-v13) on AB_CPU_CASES
+#                        (default 0-8: cases 9-11 hold calls of 1-8 s for them), one sample after a
+#                        warm-up per process                                               -> ab/same-cpu.*
+#              slowed    test-only t7 (v0 slowed) and t8 (v4 with more work) slowed by SLOWDOWN_PCT %
+#                        against 0 %, beside v0-v7, cases AB_SLOWED_CASES (default 4-8)  -> ab/slowed.*
+#              runs      two separate runs of the whole default matrix, every version, and compare (the
+#                        host canary's HOST DRIFT)                   -> ab/run-{1,2}.*, ab/compare-runs.txt
 #   scaling    v8/v9 on 1, 2 and all GPUs -> devices{1,2,N}.*; then mpirun: scripts/gpu/mpi-check.sh
 #              (MPI_STEPS narrows its steps)                                           -> mpi/*
 #   (real, peers-gpu: REAL_TRUTH=live runs the real cases whose ground-truth files are absent, validated
@@ -261,22 +266,36 @@ for step in "${steps[@]}"; do
     ab)
       mkdir -p "$OUT/ab"
       short=(--no-validate --warmup 1 --min-samples 3 --max-samples 10 --min-time 0 --max-time 1)
+      one=(--no-validate --warmup 1 --min-samples 1 --max-samples 3 --min-time 0 --max-time 1)
       procs=(--processes "${AB_PROCESSES:-8}")
-      log "ab: same binary as A and B, cases ${AB_CASES:-0-7}, every version"
-      "$bin" ab --case "${AB_CASES:-0-7}" "${procs[@]}" "${short[@]}" --json "$OUT/ab/same.json" --md "$OUT/ab/same.md" \
-        "${extra[@]}" >"$OUT/ab/same.log" 2>&1
-      log "ab same: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same.log"
-      pct=${SLOWDOWN_PCT:-10}
-      log "ab: t7 and t8 slowed by $pct % against 0 %, beside v0-v7, cases ${AB_SLOWED_CASES:-4-8}"
-      "$testbin" ab --case "${AB_SLOWED_CASES:-4-8}" --version v0-v7,t7,t8 "${procs[@]}" "${short[@]}" \
-        --a-param t7.slowdown=0 --a-param t8.slowdown=0 --b-param t7.slowdown=$pct --b-param t8.slowdown=$pct \
-        --json "$OUT/ab/slowed.json" --md "$OUT/ab/slowed.md" "${extra[@]}" >"$OUT/ab/slowed.log" 2>&1
-      log "ab slowed: exit $? (expected 1: t7 and t8 SLOWER where the slowdown is over 5 % of the call)"; tail -n 4 "$OUT/ab/slowed.log"
-      for r in 1 2; do
-        run "$OUT/ab/run-$r" -- "$bin" --case "${AB_CASES:-0-7}" "${short[@]}" >/dev/null
-      done
-      "$bin" compare "$OUT/ab/run-1.json" "$OUT/ab/run-2.json" >"$OUT/ab/compare-runs.txt" 2>&1
-      log "compare of two runs: exit $? (HOST DRIFT rows do not count)"; tail -n 3 "$OUT/ab/compare-runs.txt"
+      parts=" ${AB_PARTS:-same-gpu same-cpu slowed runs} "
+      if [[ $parts == *" same-gpu "* ]]; then
+        log "ab same-gpu: same binary as A and B, cases 0-11, ${AB_GPU_VERSIONS:=v1-v9,v14,v15,v17}"
+        "$bin" ab --case 0-11 --version "$AB_GPU_VERSIONS" "${procs[@]}" "${short[@]}" --json "$OUT/ab/same-gpu.json" \
+          --md "$OUT/ab/same-gpu.md" "${extra[@]}" >"$OUT/ab/same-gpu.log" 2>&1
+        log "ab same-gpu: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-gpu.log"
+      fi
+      if [[ $parts == *" same-cpu "* ]]; then
+        log "ab same-cpu: same binary as A and B, cases ${AB_CPU_CASES:=0-8}, ${AB_CPU_VERSIONS:=v0,v10-v13}"
+        "$bin" ab --case "$AB_CPU_CASES" --version "$AB_CPU_VERSIONS" "${procs[@]}" "${one[@]}" --json "$OUT/ab/same-cpu.json" \
+          --md "$OUT/ab/same-cpu.md" "${extra[@]}" >"$OUT/ab/same-cpu.log" 2>&1
+        log "ab same-cpu: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-cpu.log"
+      fi
+      if [[ $parts == *" slowed "* ]]; then
+        pct=${SLOWDOWN_PCT:-10}
+        log "ab slowed: t7 and t8 slowed by $pct % against 0 %, beside v0-v7, cases ${AB_SLOWED_CASES:-4-8}"
+        "$testbin" ab --case "${AB_SLOWED_CASES:-4-8}" --version v0-v7,t7,t8 "${procs[@]}" "${short[@]}" \
+          --a-param t7.slowdown=0 --a-param t8.slowdown=0 --b-param t7.slowdown=$pct --b-param t8.slowdown=$pct \
+          --json "$OUT/ab/slowed.json" --md "$OUT/ab/slowed.md" "${extra[@]}" >"$OUT/ab/slowed.log" 2>&1
+        log "ab slowed: exit $? (expected 1: t7 and t8 SLOWER where the slowdown is over 5 % of the call)"; tail -n 4 "$OUT/ab/slowed.log"
+      fi
+      if [[ $parts == *" runs "* ]]; then
+        for r in 1 2; do
+          run "$OUT/ab/run-$r" -- "$bin" "${one[@]}" >/dev/null
+        done
+        "$bin" compare "$OUT/ab/run-1.json" "$OUT/ab/run-2.json" >"$OUT/ab/compare-runs.txt" 2>&1
+        log "compare of two runs: exit $? (HOST DRIFT rows do not count)"; tail -n 3 "$OUT/ab/compare-runs.txt"
+      fi
       ;;
     scaling)
       for d in 1 2 "$ngpu"; do
