@@ -54,12 +54,13 @@ double cpu_loop_ms() {
 }
 
 // One buffer per kind of host memory, allocated as the inputs are (HostArray) and filled once, so
-// that every page is there before the first reading.
+// that every page is there before the first reading. Kept until the process ends and never freed:
+// a pinned buffer freed by a static destructor would reach the CUDA runtime after its teardown.
 HostArray& probe_buffer(HostMemory memory) {
   static std::mutex lock;
-  static std::map<HostMemory, std::unique_ptr<HostArray>> buffers;
+  static auto* buffers = new std::map<HostMemory, std::unique_ptr<HostArray>>;
   const std::lock_guard<std::mutex> hold(lock);
-  std::unique_ptr<HostArray>& b = buffers[memory];
+  std::unique_ptr<HostArray>& b = (*buffers)[memory];
   if (!b) {
     b = std::make_unique<HostArray>(kCanaryBufferBytes / sizeof(float), memory);
     std::uint32_t* w = b->as<std::uint32_t>();
