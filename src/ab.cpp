@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "canary.hpp"  // cpu_list
 #include "cli.hpp"
 #include "core/params.hpp"
+#include "interrupt.hpp"  // signal_name
 #include "output_file.hpp"
 #include "results_schema.hpp"
 #include "selection.hpp"
@@ -37,6 +39,28 @@ const std::set<std::string> kOwnFlags = {"--a", "--b", "--a-param", "--b-param",
                                          "--min-change", "--alpha", "--json", "--md", "--help"};
 // A run's flags that make no sense for one process of an experiment (ab writes its own results).
 const char* const kDroppedRunFlags[] = {"--json", "--md", "--csv", "--list", "--params", "--quiet", "--dump-answers"};
+
+// SIGINT or SIGTERM: the first ends the experiment after the process in flight (told to stop as a
+// run is: it saves what it finished), and the report of the rounds done is written; a second quits at
+// once. The process in flight gets the signal from ab when it was not sent to the whole group.
+std::atomic<int> g_stop{0};
+std::atomic<pid_t> g_child{0};
+
+extern "C" void on_ab_signal(int sig) {
+  int none = 0;
+  if (!g_stop.compare_exchange_strong(none, sig)) std::_Exit(128 + sig);
+  static const char msg[] = "\nknnbench ab: stopping after the process in flight; the rounds done are reported (again to quit now)\n";
+  (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
+  if (const pid_t c = g_child.load(); c > 0) ::kill(c, SIGTERM);
+}
+
+void install_ab_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_ab_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
 
 struct Exit {
   int status = 0;
@@ -81,8 +105,11 @@ Exit run_process(const std::string& bin, const std::vector<std::string>& args, c
     std::_Exit(127);
   }
   Exit out;
+  g_child = pid;
+  if (g_stop.load() != 0) ::kill(pid, SIGTERM);  // the signal came between fork and here
   while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
   }
+  g_child = 0;
   std::ifstream in(log);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -161,7 +188,8 @@ struct Collector {
       s.medians_ms.push_back(r.stats.median);
       s.rounds.push_back(round);
       s.hosts.push_back({r.canary.cpu_ms(), r.canary.mem_gbps(), r.host_facts.input_numa_node, r.host_facts.input_anon_huge_kb,
-                         r.host_facts.cpus.empty() ? "" : cpu_list(r.host_facts.cpus), r.host_facts.cpu_mhz});
+                         r.host_facts.cpus.empty() ? "" : cpu_list(r.host_facts.cpus), r.host_facts.cpu_mhz,
+                         r.host_facts.steal_pct, r.host_facts.involuntary_switches});
     }
   }
 };
@@ -241,10 +269,11 @@ int run_ab(const AbOptions& opts) {
     rep.side_a = sides[0].describe();
     rep.side_b = sides[1].describe();
     rep.rule = rule;
+    install_ab_handlers();
     const int total = 2 * opts.processes;
     int done = 0;
     const bool tty = ::isatty(STDERR_FILENO);
-    for (int round = 0; round < opts.processes; ++round) {
+    for (int round = 0; round < opts.processes && g_stop.load() == 0; ++round) {
       const int first = round % 2 == 0 ? 0 : 1;  // A B, B A, A B, ...: A B B A A B B A
       std::vector<std::pair<char, ResultsDocument>> got;
       std::string dropped;
@@ -256,6 +285,10 @@ int run_ab(const AbOptions& opts) {
         args.insert(args.end(), {"--quiet", "--json", json});
         const Exit e = run_process(s.bin, args, fmt::format("{}/{}-{}.log", dir.string(), s.name, round));
         ++done;
+        if (g_stop.load() != 0) {
+          dropped = fmt::format("stopped by {} during side {}'s process", signal_name(g_stop.load()), s.name);
+          break;
+        }
         if (WIFEXITED(e.status) && WEXITSTATUS(e.status) == kExitUsage)
           throw ConfigError(fmt::format("side {} ({}) refused its run: {}", s.name, s.describe(), last_lines(e.output, 3)));
         const bool ran = WIFEXITED(e.status) && (WEXITSTATUS(e.status) == 0 || WEXITSTATUS(e.status) == kExitValidationFailed);
@@ -281,6 +314,9 @@ int run_ab(const AbOptions& opts) {
       ++rep.rounds_run;
     }
     if (tty) fmt::print(stderr, "\r\033[K");
+    if (g_stop.load() != 0)
+      rep.notes.push_back(fmt::format("stopped by {} after {} of {} rounds: the verdicts are on the rounds done", signal_name(g_stop.load()),
+                                      rep.rounds_run + rep.rounds_dropped, opts.processes));
     for (auto& [key, row] : col.rows) {
       if (row.a.medians_ms.empty() || row.b.medians_ms.empty()) {
         rep.notes.push_back(fmt::format("{} case {}: timed only on side {}", row.label, row.case_id, row.a.medians_ms.empty() ? 'B' : 'A'));
@@ -301,7 +337,7 @@ int run_ab(const AbOptions& opts) {
     if (!opts.json_path.empty()) write_output_file(opts.json_path, ab_to_json(rep).dump(1) + "\n");
     std::error_code ec;
     fs::remove_all(dir, ec);
-    return rep.exit_code();
+    return g_stop.load() != 0 ? 128 + g_stop.load() : rep.exit_code();
   } catch (const ConfigError& e) {
     fmt::print(stderr, "knnbench ab: {}\n", e.what());
   } catch (const std::exception& e) {

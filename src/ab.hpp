@@ -63,6 +63,8 @@ struct AbHost {
   long long huge_kb = -1;  // the inputs' transparent huge pages
   std::string cpus;        // "0-3"
   double cpu_mhz = 0;
+  double steal_pct = -1;   // the hypervisor's steal over the result; -1 unreadable
+  long long switches = -1;  // the process's involuntary context switches over the result
 };
 
 // One side's processes of one (case, version): their medians in the order they ran, the round of
@@ -75,8 +77,10 @@ struct AbSide {
 
 // Whether a bimodal side's slow mode goes with what its processes recorded of the host: the canary
 // (its CPU loop slower, its memory probe slower, by more than `min_effect_pct` between the modes'
-// medians and with the modes' ranges apart) or a fact that takes one value in each mode (the inputs'
-// NUMA node, whether they had huge pages, the CPUs). One line, "" when nothing was recorded.
+// medians and with the modes' ranges apart), the hypervisor's steal time or the involuntary context
+// switches (higher in every slow process than in any fast one), or a fact that takes one value in each
+// mode (the inputs' NUMA node, whether they had huge pages, the CPUs). One line, "" when nothing was
+// recorded.
 std::string explain_modes(const AbSide& s, const std::vector<AbMode>& modes, double min_effect_pct);
 
 struct AbJudgement {

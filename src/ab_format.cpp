@@ -32,7 +32,8 @@ nlohmann::ordered_json side_json(const AbSide& s, const std::vector<AbMode>& mod
   j["hosts"] = nlohmann::ordered_json::array();
   for (const AbHost& h : s.hosts)
     j["hosts"].push_back({{"canary_cpu_ms", h.canary_cpu_ms}, {"canary_mem_gbps", h.canary_mem_gbps}, {"input_numa_node", h.numa_node},
-                          {"input_anon_huge_kb", h.huge_kb}, {"cpus", h.cpus}, {"cpu_mhz", h.cpu_mhz}});
+                          {"input_anon_huge_kb", h.huge_kb}, {"cpus", h.cpus}, {"cpu_mhz", h.cpu_mhz},
+                          {"steal_pct", h.steal_pct}, {"involuntary_switches", h.switches}});
   j["modes"] = nlohmann::ordered_json::array();
   for (const AbMode& m : modes) j["modes"].push_back({{"median_ms", m.median_ms}, {"count", m.members.size()}, {"processes", m.members}});
   return j;
@@ -59,6 +60,17 @@ std::string canary_part(std::vector<double> fast, std::vector<double> slow, bool
   const bool sep = ratio > 1 + min_effect / 100 && apart;
   separates = separates || sep;
   return fmt::format("{} {:.2f}x slower in the slow mode{}", what, ratio, apart ? " (ranges apart)" : " (ranges overlap)");
+}
+
+// "steal 0.1 % in the fast mode, 4.2 % in the slow (ranges apart)", "" when a mode has no reading.
+std::string level_part(const std::vector<double>& fast, const std::vector<double>& slow, const char* what, const char* unit,
+                       bool& separates) {
+  if (fast.empty() || slow.empty()) return "";
+  const double fmax = *std::max_element(fast.begin(), fast.end()), smin = *std::min_element(slow.begin(), slow.end());
+  const bool apart = smin > fmax;
+  separates = separates || apart;
+  return fmt::format("{} {:.3g}{} in the fast mode, {:.3g}{} in the slow{}", what, median_of(fast), unit, median_of(slow), unit,
+                     apart ? " (ranges apart)" : "");
 }
 
 // "NUMA node 0 in the fast mode, 1 in the slow", "NUMA node 0 in both", "" when not recorded.
@@ -96,6 +108,14 @@ std::string explain_modes(const AbSide& s, const std::vector<AbMode>& modes, dou
                   min_effect_pct, separates));
   add(canary_part(values_of<double>(s, fast, mem, canary), values_of<double>(s, slow, mem, canary), false, "canary memory probe",
                   min_effect_pct, separates));
+  const auto steal = [](const AbHost& h) { return h.steal_pct; };
+  const auto steal_known = [](const AbHost& h) { return h.steal_pct >= 0; };
+  add(level_part(values_of<double>(s, fast, steal, steal_known), values_of<double>(s, slow, steal, steal_known), "steal time", " %",
+                 separates));
+  const auto sw = [](const AbHost& h) { return double(h.switches); };
+  const auto sw_known = [](const AbHost& h) { return h.switches >= 0; };
+  add(level_part(values_of<double>(s, fast, sw, sw_known), values_of<double>(s, slow, sw, sw_known), "involuntary switches", "",
+                 separates));
   const auto numa = [](const AbHost& h) { return h.numa_node; };
   const auto huge = [](const AbHost& h) { return std::string(h.huge_kb > 0 ? "yes" : "no"); };
   const auto known_huge = [](const AbHost& h) { return !h.numa_node.empty() && h.huge_kb >= 0; };

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -206,6 +207,27 @@ long long anon_huge_kb_of(const std::vector<const void*>& addresses) {
   return any ? total : -1;
 }
 
+bool read_cpu_times(long long& steal, long long& total) {
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice"
+  std::istringstream in(first_line("/proc/stat"));
+  std::string label;
+  if (!(in >> label) || label != "cpu") return false;
+  long long v[8] = {};
+  for (long long& x : v)
+    if (!(in >> x)) return false;
+  total = 0;
+  for (const long long x : v) total += x;  // guest time is already in user
+  steal = v[7];
+  return true;
+}
+
+namespace {
+long long involuntary_switches_now() {
+  rusage u{};
+  return ::getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_nivcsw : -1;
+}
+}  // namespace
+
 std::string cpu_list(const std::vector<int>& cpus) {
   std::string out;
   for (std::size_t i = 0; i < cpus.size();) {
@@ -264,6 +286,8 @@ CanaryProbe::CanaryProbe(bool on, HostMemory memory, std::vector<std::pair<const
   facts_.input_numa_node = unknown || list.empty() ? "unknown" : list;
   facts_.input_anon_huge_kb = addresses.empty() ? -1 : anon_huge_kb_of(addresses);
   before_ = recent_canary(memory_);
+  if (!read_cpu_times(steal_before_, total_before_)) steal_before_ = total_before_ = -1;
+  switches_before_ = involuntary_switches_now();
 }
 
 void CanaryProbe::finish(ResultCanary& canary, ResultHostFacts& facts) {
@@ -276,6 +300,11 @@ void CanaryProbe::finish(ResultCanary& canary, ResultHostFacts& facts) {
   facts.cpus.assign(cpus.begin(), cpus.end());
   const int readable = (before_.cpu_mhz > 0) + (after.cpu_mhz > 0);
   facts.cpu_mhz = readable ? (before_.cpu_mhz + after.cpu_mhz) / readable : 0;
+  long long steal = 0, total = 0;
+  if (total_before_ >= 0 && read_cpu_times(steal, total) && total > total_before_)
+    facts.steal_pct = 100.0 * double(steal - steal_before_) / double(total - total_before_);
+  const long long switches = involuntary_switches_now();
+  if (switches_before_ >= 0 && switches >= switches_before_) facts.involuntary_switches = switches - switches_before_;
 }
 
 CanarySpread canary_spread(const std::vector<ResultCanary>& canaries) {

@@ -40,6 +40,11 @@ struct ResultHostFacts {
   long long input_anon_huge_kb = -1;  // AnonHugePages of the mappings holding the inputs (kB); -1: unknown
   std::vector<int> cpus;             // CPUs the OpenMP threads ran on at the two canaries
   double cpu_mhz = 0;                // mean CPU frequency at the two canaries (MHz); 0: unreadable
+  // Between the two canaries: the share of the machine's CPU time the hypervisor gave to others
+  // (/proc/stat's steal over its total, percent), and the process's involuntary context switches
+  // (getrusage: other threads or processes took its CPU). -1: unreadable.
+  double steal_pct = -1;
+  long long involuntary_switches = -1;
   bool recorded() const { return !input_numa_node.empty(); }
 };
 
@@ -62,6 +67,8 @@ HostFacts read_host_facts();
 int numa_node_of(const void* address);
 // The AnonHugePages (kB) of the mappings of /proc/self/smaps holding any of `addresses`; -1 unreadable.
 long long anon_huge_kb_of(const std::vector<const void*>& addresses);
+// /proc/stat's first line: the machine's steal and total CPU time so far (jiffies); false unreadable.
+bool read_cpu_times(long long& steal, long long& total);
 // CPU numbers as ranges: {0, 1, 2, 5} -> "0-2,5".
 std::string cpu_list(const std::vector<int>& cpus);
 
@@ -78,6 +85,7 @@ class CanaryProbe {
   HostMemory memory_;
   CanaryReading before_;
   ResultHostFacts facts_;
+  long long steal_before_ = -1, total_before_ = -1, switches_before_ = -1;
 };
 
 // Across the results of one run: the canary's min, median and max, and max/min (report).

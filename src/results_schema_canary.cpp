@@ -58,7 +58,7 @@ std::string word(const json& v, const std::string& where, const SchemaFail& fail
 }
 
 void read_facts(const json& f, const std::string& w, ResultHostFacts& out, const SchemaFail& fail) {
-  only(f, w, {"input_numa_node", "input_anon_huge_kb", "cpus", "cpu_mhz"}, fail);
+  only(f, w, {"input_numa_node", "input_anon_huge_kb", "cpus", "cpu_mhz", "steal_pct", "involuntary_switches"}, fail);
   const auto node = f.find("input_numa_node");
   if (node == f.end()) fail(w + ".input_numa_node", "missing");
   out.input_numa_node = word(*node, w + ".input_numa_node", fail);
@@ -74,6 +74,17 @@ void read_facts(const json& f, const std::string& w, ResultHostFacts& out, const
     if (!mhz->is_number() || !std::isfinite(mhz->get<double>()) || !(mhz->get<double>() > 0))
       fail(w + ".cpu_mhz", fmt::format("{}, expected MHz > 0 or null (unreadable)", shown(*mhz)));
     out.cpu_mhz = mhz->get<double>();
+  }
+  // Absent in files written before they were recorded, null where unreadable.
+  if (const auto st = f.find("steal_pct"); st != f.end() && !st->is_null()) {
+    if (!st->is_number() || !(st->get<double>() >= 0 && st->get<double>() <= 100))
+      fail(w + ".steal_pct", fmt::format("{}, expected a percentage 0-100 or null (unreadable)", shown(*st)));
+    out.steal_pct = st->get<double>();
+  }
+  if (const auto sw = f.find("involuntary_switches"); sw != f.end() && !sw->is_null()) {
+    if (!sw->is_number_integer() || sw->get<long long>() < 0)
+      fail(w + ".involuntary_switches", fmt::format("{}, expected a count >= 0 or null (unreadable)", shown(*sw)));
+    out.involuntary_switches = sw->get<long long>();
   }
 }
 
@@ -100,7 +111,9 @@ nlohmann::ordered_json result_host_facts_to_json(const ResultHostFacts& f) {
   return {{"input_numa_node", f.input_numa_node},
           {"input_anon_huge_kb", f.input_anon_huge_kb >= 0 ? json(f.input_anon_huge_kb) : json(nullptr)},
           {"cpus", f.cpus},
-          {"cpu_mhz", f.cpu_mhz > 0 ? json(f.cpu_mhz) : json(nullptr)}};
+          {"cpu_mhz", f.cpu_mhz > 0 ? json(f.cpu_mhz) : json(nullptr)},
+          {"steal_pct", f.steal_pct >= 0 ? json(f.steal_pct) : json(nullptr)},
+          {"involuntary_switches", f.involuntary_switches >= 0 ? json(f.involuntary_switches) : json(nullptr)}};
 }
 
 nlohmann::ordered_json host_facts_to_json(const HostFacts& f) {

@@ -251,6 +251,28 @@ TEST(AbCommand, ACrashedProcessDropsItsRoundAndTheRunGoesOn) {
   EXPECT_EQ(j["rows"][0]["b"]["medians_ms"].size(), 2u);
 }
 
+// SIGTERM to ab during round 2 (side B's process sends it to its parent): ab stops after that process,
+// drops its round, writes the report of the round done and exits 143, as a run does.
+TEST(AbCommand, ASignalStopsTheExperimentAndTheRoundsDoneAreReported) {
+  const std::string counter = knn::testing::tmp_path("ab-term-count");
+  std::filesystem::remove(counter);
+  const std::string terminating = script("ab-term", fmt::format(
+      "[ \"$1\" = -V ] && exec '{0}' -V\nn=$(cat '{1}' 2>/dev/null || echo 0); n=$((n + 1)); echo $n > '{1}'\n"
+      "[ $n -eq 2 ] && kill -TERM $PPID && sleep 1\nexec '{0}' \"$@\"\n", KNN_TEST_BINARY, counter));
+  const std::string json = knn::testing::tmp_path("ab-term.json");
+  std::filesystem::remove(json);
+  const auto r = ab(fmt::format("--b {} {} --processes 4 --json {}", terminating, kTiny.substr(0, kTiny.find(" --processes")), json));
+  EXPECT_EQ(r.code, 143) << r.out;
+  EXPECT_NE(r.out.find("stopping after the process in flight"), std::string::npos) << r.out;
+  ASSERT_TRUE(std::filesystem::exists(json)) << r.out;
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(j["rounds_run"], 1);
+  EXPECT_EQ(j["rounds_dropped"], 1);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["a"]["rounds"], (std::vector<int>{1}));
+  EXPECT_NE(j["notes"].dump().find("stopped by SIGTERM after 2 of 4 rounds"), std::string::npos) << j["notes"];
+}
+
 // A run whose sides are parameter settings: the rows pair across them, the JSON has every process's
 // median and round, and progress goes to stderr.
 TEST(AbCommand, ParameterSidesPairAndTheJsonHasEveryProcess) {
@@ -305,6 +327,15 @@ TEST(AbStats, ModesAreExplainedByTheCanaryOrAFactWhenOneSeparatesThem) {
   EXPECT_EQ(why.rfind("the slow mode goes with", 0), 0u) << why;
   EXPECT_NE(why.find("inputs' NUMA node 0 in the fast mode, 1 in the slow"), std::string::npos) << why;
   EXPECT_NE(why.find("inputs' huge pages yes in the fast mode, no in the slow"), std::string::npos) << why;
+
+  knn::AbHost stolen = fast;  // the hypervisor took 6 % of the machine during each slow process
+  stolen.steal_pct = 6;
+  knn::AbHost calm = fast;
+  calm.steal_pct = 0.2;
+  s = side_with_hosts(calm, stolen);
+  why = knn::explain_modes(s, modes, 5);
+  EXPECT_EQ(why.rfind("the slow mode goes with", 0), 0u) << why;
+  EXPECT_NE(why.find("steal time 0.2 % in the fast mode, 6 % in the slow (ranges apart)"), std::string::npos) << why;
 
   s.hosts.clear();  // an older binary: nothing recorded, nothing said
   EXPECT_EQ(knn::explain_modes(s, modes, 5), "");

@@ -69,6 +69,11 @@ TEST(Canary, RecordedInEveryResultAndReadBack) {
     for (const char* key : {"cpu_ms_before", "cpu_ms_after", "mem_gbps_before", "mem_gbps_after"}) EXPECT_GT(res["canary"][key].get<double>(), 0) << key;
     EXPECT_TRUE(res["host_facts"]["input_numa_node"].is_string());
     EXPECT_FALSE(res["host_facts"]["cpus"].empty());
+    // getrusage is readable here; the steal share is null only when /proc/stat's clock did not
+    // advance between the two readings (a result shorter than its tick), a percentage otherwise.
+    const json& steal = res["host_facts"]["steal_pct"];
+    EXPECT_TRUE(steal.is_null() || (steal.get<double>() >= 0 && steal.get<double>() <= 100)) << res["host_facts"];
+    EXPECT_GE(res["host_facts"]["involuntary_switches"].get<long long>(), 0) << res["host_facts"];
   }
   const knn::ResultsDocument back = knn::read_results_file(out);
   ASSERT_EQ(back.results.size(), doc["results"].size());
@@ -199,6 +204,10 @@ TEST(CanarySchema, MalformedFieldsAreRefusedNamingFileFieldAndValue) {
   EXPECT_EQ(refusal([](json& d) { d["results"][0]["canary"] = 3; }), "spoiled.json: results[0].canary: 3, expected an object");
   EXPECT_EQ(refusal([](json& d) { d["results"][2]["host_facts"]["input_numa_node"] = "north"; }),
             "spoiled.json: results[2].host_facts.input_numa_node: \"north\", expected node numbers (\"0\", \"0,1\") or \"unknown\"");
+  EXPECT_EQ(refusal([](json& d) { d["results"][1]["host_facts"]["steal_pct"] = 150; }),
+            "spoiled.json: results[1].host_facts.steal_pct: 150, expected a percentage 0-100 or null (unreadable)");
+  EXPECT_EQ(refusal([](json& d) { d["results"][1]["host_facts"]["involuntary_switches"] = 2.5; }),
+            "spoiled.json: results[1].host_facts.involuntary_switches: 2.5, expected a count >= 0 or null (unreadable)");
   EXPECT_EQ(refusal([](json& d) { d["results"][0]["host_facts"]["cpus"] = {0, -3}; }),
             "spoiled.json: results[0].host_facts.cpus[1]: -3, expected a CPU number >= 0");
   EXPECT_EQ(refusal([](json& d) { d["host_facts"] = {{"cpufreq", "maybe"}}; }), "spoiled.json: host_facts.cpufreq: \"maybe\", expected readable or unreadable");
