@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The flags that belong to ab itself; every other flag of the subcommand is a run flag, passed on.
-const std::set<std::string> kOwnFlags = {"--a", "--b", "--a-param", "--b-param", "--processes", "--threshold",
+const std::set<std::string> kOwnFlags = {"--a", "--b", "--a-param", "--b-param", "--processes", "--paired", "--threshold",
                                          "--min-change", "--alpha", "--json", "--md", "--help"};
 // A run's flags that make no sense for one process of an experiment (ab writes its own results).
 const char* const kDroppedRunFlags[] = {"--json", "--md", "--csv", "--list", "--params", "--quiet", "--dump-answers"};
@@ -159,10 +159,25 @@ std::string case_text(const Case& c) {
 // The experiment's state: each (case, version)'s row, and the inputs each side saw.
 struct Collector {
   std::set<std::string> side_params;
+  std::map<std::string, std::pair<std::string, std::string>> paired_values;  // "t7.slowdown" -> (A's value, B's value)
   std::map<std::pair<std::string, int>, AbRow> rows;
   std::map<std::pair<std::string, int>, std::string> inputs;  // checksums of the first result seen
   std::string matrix_a, matrix_b;
   std::map<std::string, int> not_timed;  // "t7 case 3: side B fail (reason)" -> processes
+
+  // Under --paired, which side a result is: its value of its version's side parameter.
+  char side_of(const Result& r) const {
+    for (const auto& [key, values] : paired_values) {
+      if (key.rfind(r.version + ".", 0) != 0) continue;
+      const auto it = r.params.find(key.substr(r.version.size() + 1));
+      if (it == r.params.end()) continue;
+      if (it->second == values.first) return 'A';
+      if (it->second == values.second) return 'B';
+      throw ConfigError(fmt::format("--paired: {} case {} ran with {}={}, neither side's value ({} or {})", r.version, r.problem_case.id,
+                                    key, it->second, values.first, values.second));
+    }
+    return 0;  // a version without a side parameter: both sides alike, not compared
+  }
 
   void add(const ResultsDocument& doc, char side, int round) {
     std::string& matrix = side == 'A' ? matrix_a : matrix_b;
@@ -171,6 +186,7 @@ struct Collector {
       throw ConfigError(fmt::format("the two sides ran different matrices (checksum {} in A, {} in B): give both the same --config",
                                     matrix_a, matrix_b));
     for (const Result& r : doc.results) {
+      if (!paired_values.empty() && (side = side_of(r)) == 0) continue;
       const auto key = std::pair{row_label(r, side_params), r.problem_case.id};
       const std::string in = fmt::format("{} queries {} references {}", case_text(r.problem_case), r.query_checksum, r.reference_checksum);
       auto [it, fresh] = inputs.emplace(key, in);
@@ -194,6 +210,52 @@ struct Collector {
   }
 };
 
+// --paired: each side parameter's two values, checked: one binary, the same parameters on both sides
+// with one value each, at most one per version (two would sweep as a cross product).
+std::map<std::string, std::pair<std::string, std::string>> paired_settings(const AbOptions& o) {
+  if (o.bin_a != o.bin_b) throw ConfigError("--paired runs both settings in one process: give no --a/--b (or the same binary for both)");
+  if (o.params_a.empty() || o.params_a.size() != o.params_b.size())
+    throw ConfigError("--paired: give each side the same parameters (--a-param V.NAME=X --b-param V.NAME=Y), one value each");
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  std::set<std::string> versions;
+  for (const std::string& p : o.params_a) {
+    const ParamRequest r = parse_param_request(p, "--a-param");
+    if (r.values.size() != 1) throw ConfigError(fmt::format("--a-param {}: --paired takes one value per side", p));
+    if (!versions.insert(r.version).second)
+      throw ConfigError(fmt::format("--a-param {}: --paired takes one parameter per version ({} has two)", p, r.version));
+    out[r.version + "." + r.name].first = r.values[0];
+  }
+  for (const std::string& p : o.params_b) {
+    const ParamRequest r = parse_param_request(p, "--b-param");
+    const auto it = out.find(r.version + "." + r.name);
+    if (it == out.end() || r.values.size() != 1 || !it->second.second.empty())
+      throw ConfigError(fmt::format("--b-param {}: under --paired side B sets the parameters side A sets, one value each", p));
+    if (r.values[0] == it->second.first) throw ConfigError(fmt::format("--b-param {}: the same value as side A's", p));
+    it->second.second = r.values[0];
+  }
+  return out;
+}
+
+// One process's sweep of both settings: "t7.slowdown=0,10" (B first when `b_first`).
+std::vector<std::string> paired_sweep(const std::map<std::string, std::pair<std::string, std::string>>& values, bool b_first) {
+  std::vector<std::string> out;
+  for (const auto& [key, v] : values)
+    out.push_back(fmt::format("{}={},{}", key, b_first ? v.second : v.first, b_first ? v.first : v.second));
+  return out;
+}
+
+// The paired verdict on the rounds where both settings were timed, process by process.
+AbJudgement judge_paired_rounds(const AbRow& row, const CompareOptions& rule) {
+  AbSide a, b;
+  for (std::size_t i = 0; i < row.a.rounds.size(); ++i)
+    for (std::size_t k = 0; k < row.b.rounds.size(); ++k)
+      if (row.a.rounds[i] == row.b.rounds[k]) {
+        a.medians_ms.push_back(row.a.medians_ms[i]), a.rounds.push_back(row.a.rounds[i]);
+        b.medians_ms.push_back(row.b.medians_ms[k]), b.rounds.push_back(row.b.rounds[k]);
+      }
+  return judge_paired(a, b, rule);
+}
+
 std::string seconds(double s) { return s < 90 ? fmt::format("{:.0f} s", s) : fmt::format("{:.1f} min", s / 60); }
 
 }  // namespace
@@ -210,6 +272,10 @@ CLI::App* add_ab_subcommand(CLI::App& app, AbOptions& o) {
   sub->add_option("--a-param", o.params_a, "A parameter setting of side A only, as --param takes it (repeatable)");
   sub->add_option("--b-param", o.params_b, "A parameter setting of side B only (repeatable)");
   sub->add_option("--processes", o.processes, "Processes per side (rounds), at least 2")->capture_default_str();
+  sub->add_flag("--paired", o.paired,
+                "Parameter sides only: every process runs both settings, next to each other for each (case, version),\n"
+                "and the verdict is on each process's B/A (signed-rank test): a host that is slow for a whole process\n"
+                "slows both alike. 2 x --processes processes, the settings' order alternating");
   sub->add_option("--threshold", o.rule.min_effect_pct, "Minimum effect: a change of the ratio under PCT percent is SAME")->capture_default_str();
   sub->add_option("--min-change", o.rule.min_change_ms, "Minimum absolute effect in ms (0 turns it off)")->capture_default_str();
   sub->add_option("--alpha", o.rule.alpha, "Significance level of the rank test; the ratio's interval is at 1 - alpha")->capture_default_str();
@@ -268,17 +334,20 @@ int run_ab(const AbOptions& opts) {
     AbReport rep;
     rep.side_a = sides[0].describe();
     rep.side_b = sides[1].describe();
+    rep.paired = opts.paired;
+    if (opts.paired) col.paired_values = paired_settings(opts);
     rep.rule = rule;
     install_ab_handlers();
     const int total = 2 * opts.processes;
     int done = 0;
     const bool tty = ::isatty(STDERR_FILENO);
-    for (int round = 0; round < opts.processes && g_stop.load() == 0; ++round) {
+    const int rounds = opts.paired ? 2 * opts.processes : opts.processes, per_round = opts.paired ? 1 : 2;
+    for (int round = 0; round < rounds && g_stop.load() == 0; ++round) {
       const int first = round % 2 == 0 ? 0 : 1;  // A B, B A, A B, ...: A B B A A B B A
       std::vector<std::pair<char, ResultsDocument>> got;
       std::string dropped;
-      for (int k = 0; k < 2 && dropped.empty(); ++k) {
-        const Side& s = sides[(first + k) % 2];
+      for (int k = 0; k < per_round && dropped.empty(); ++k) {
+        const Side s = opts.paired ? Side{'P', sides[0].bin, paired_sweep(col.paired_values, first == 1)} : sides[(first + k) % 2];
         const std::string json = fmt::format("{}/{}-{}.json", dir.string(), s.name, round);
         std::vector<std::string> args = common;
         for (const auto& p : s.params) args.insert(args.end(), {"--param", p});
@@ -299,15 +368,16 @@ int run_ab(const AbOptions& opts) {
         }
         got.emplace_back(s.name, read_results_file(json));
         const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const std::string line = fmt::format("ab: round {}/{}, side {} done ({} of {} processes), {} elapsed, ETA {}", round + 1,
-                                             opts.processes, s.name, done, total, seconds(elapsed), seconds(elapsed / done * (total - done)));
+        const std::string what = opts.paired ? std::string("both settings") : fmt::format("side {}", s.name);
+        const std::string line = fmt::format("ab: round {}/{}, {} done ({} of {} processes), {} elapsed, ETA {}", round + 1, rounds, what,
+                                             done, total, seconds(elapsed), seconds(elapsed / done * (total - done)));
         fmt::print(stderr, tty ? "\r\033[K{}" : "{}\n", line);
       }
       if (!dropped.empty()) {
         rep.notes.push_back(fmt::format("round {} dropped: {}", round + 1, dropped));
         fmt::print(stderr, "{}ab: round {} dropped: {}; the run goes on\n", tty ? "\r\033[K" : "", round + 1, dropped);
         ++rep.rounds_dropped;
-        done += 2 - int(got.size()) - 1;
+        done += per_round - int(got.size()) - 1;
         continue;
       }
       for (auto& [name, doc] : got) col.add(doc, name, round + 1);
@@ -316,13 +386,13 @@ int run_ab(const AbOptions& opts) {
     if (tty) fmt::print(stderr, "\r\033[K");
     if (g_stop.load() != 0)
       rep.notes.push_back(fmt::format("stopped by {} after {} of {} rounds: the verdicts are on the rounds done", signal_name(g_stop.load()),
-                                      rep.rounds_run + rep.rounds_dropped, opts.processes));
+                                      rep.rounds_run + rep.rounds_dropped, rounds));
     for (auto& [key, row] : col.rows) {
       if (row.a.medians_ms.empty() || row.b.medians_ms.empty()) {
         rep.notes.push_back(fmt::format("{} case {}: timed only on side {}", row.label, row.case_id, row.a.medians_ms.empty() ? 'B' : 'A'));
         continue;
       }
-      row.j = judge_ab(row.a, row.b, rule);
+      row.j = opts.paired ? judge_paired_rounds(row, rule) : judge_ab(row.a, row.b, rule);
       rep.rows.push_back(row);
     }
     for (const auto& [what, count] : col.not_timed) rep.notes.push_back(fmt::format("{}, in {} process{}", what, count, count == 1 ? "" : "es"));

@@ -106,12 +106,22 @@ struct AbJudgement {
 // process counts cannot reach alpha; SAME otherwise.
 AbJudgement judge_ab(const AbSide& a, const AbSide& b, const CompareOptions& opts);
 
+// The paired design (ab_paired.cpp): a[i] and b[i] are the medians of one process, which ran both
+// parameter settings next to each other. The observation is each process's log(B/A): Wilcoxon's
+// signed-rank test (exact; zero differences left out, ties of |d| ranked in order) and the interval of
+// the Walsh averages at 1 − alpha; the estimate is their median (Hodges-Lehmann). The same rules of
+// effect, significance and interval as judge_ab; too_few when n processes all one way cannot reach alpha.
+AbJudgement judge_paired(const AbSide& a, const AbSide& b, const CompareOptions& opts);
+// Two-sided p of the signed-rank test on the differences d.
+double signed_rank_p(const std::vector<double>& d);
+
 // ---------------------------------------------------------------- the command (ab.cpp)
 
 struct AbOptions {
   std::string bin_a, bin_b;                   // empty: this program
   std::vector<std::string> params_a, params_b;  // --a-param, --b-param: "v15.tc=off"
   int processes = 8;                          // per side
+  bool paired = false;                        // --paired: both settings in each process (2 x processes of them)
   CompareOptions rule;                        // --threshold, --min-change, --alpha
   std::string json_path, markdown_path;
   std::vector<std::string> run_args;          // passed to every process (selection, measurement)
@@ -141,6 +151,7 @@ struct AbReport {
   std::string side_a, side_b;  // "build-old/knnbench", "knnbench --param v15.tc=off"
   std::vector<std::string> notes;  // dropped rounds, missing results
   int rounds_run = 0, rounds_dropped = 0;
+  bool paired = false;  // each round one process with both settings
   std::vector<AbRow> rows;
   CompareOptions rule;
   int slower() const;

@@ -145,7 +145,9 @@ int AbReport::exit_code() const {
 std::string format_ab(const AbReport& rep, bool md) {
   std::string out = md ? "## knnbench ab: B against A, in alternating processes\n\n" : "knnbench ab: B against A, in alternating processes\n\n";
   out += fmt::format(md ? "- A: `{}`\n- B: `{}`\n" : "A: {}\nB: {}\n", rep.side_a, rep.side_b);
-  out += fmt::format("{}{} rounds (A B, then B A, ...), {} dropped\n", md ? "- " : "", rep.rounds_run + rep.rounds_dropped, rep.rounds_dropped);
+  out += rep.paired ? fmt::format("{}{} processes, each with both settings (A's first, then B's first, ...), {} dropped; paired: each process's "
+                                  "B/A is one observation (signed-rank test)\n", md ? "- " : "", rep.rounds_run + rep.rounds_dropped, rep.rounds_dropped)
+                    : fmt::format("{}{} rounds (A B, then B A, ...), {} dropped\n", md ? "- " : "", rep.rounds_run + rep.rounds_dropped, rep.rounds_dropped);
   for (const auto& n : rep.notes) out += (md ? "\n> **Note:** " : "NOTE: ") + n + "\n";
   out += "\n";
   const CompareOptions& o = rep.rule;
@@ -193,6 +195,7 @@ nlohmann::ordered_json ab_to_json(const AbReport& rep) {
   j["b"] = rep.side_b;
   j["rule"] = {{"min_effect_pct", rep.rule.min_effect_pct}, {"min_change_ms", rep.rule.min_change_ms}, {"alpha", rep.rule.alpha},
                {"mode_gap_factor", kAbModeGapFactor}, {"mode_min_count", kAbModeMinCount}};
+  j["paired"] = rep.paired;
   j["rounds_run"] = rep.rounds_run;
   j["rounds_dropped"] = rep.rounds_dropped;
   j["notes"] = rep.notes;

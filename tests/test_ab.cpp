@@ -184,6 +184,43 @@ TEST(AbStats, BimodalSidesAreJudgedWithinModes) {
   }
 }
 
+// The paired design: each process has both settings, and the host's speed for the whole process
+// (log-normal, spread 0.3: 167-327 ms for the same code, as v0 case 6 on the GPU machine's host)
+// multiplies both. B is A + 10 %: paired, 16 processes find it every time; unpaired, the same medians
+// rarely do. With no effect, the paired verdict stays SAME.
+TEST(AbStats, PairedProcessesSeeAnEffectThatHostModesHide) {
+  std::mt19937_64 rng(20261127);
+  std::normal_distribution<double> host(0, 0.3), z(0, 0.02);
+  int paired_slower = 0, unpaired_slower = 0, paired_false = 0;
+  for (int draw = 0; draw < 200; ++draw) {
+    AbSide a, b, same;
+    for (int i = 0; i < 16; ++i) {
+      const double mode = std::exp(host(rng));
+      a.medians_ms.push_back(100 * mode * std::exp(z(rng)));
+      b.medians_ms.push_back(110 * mode * std::exp(z(rng)));
+      same.medians_ms.push_back(100 * mode * std::exp(z(rng)));
+      a.rounds.push_back(i + 1), b.rounds.push_back(i + 1), same.rounds.push_back(i + 1);
+    }
+    paired_slower += knn::judge_paired(a, b, {}).verdict == Verdict::slower;
+    unpaired_slower += knn::judge_ab(a, b, {}).verdict == Verdict::slower;
+    paired_false += knn::judge_paired(a, same, {}).verdict != Verdict::same;
+  }
+  EXPECT_EQ(paired_slower, 200);
+  EXPECT_LT(unpaired_slower, 60);  // the host's spread costs the unpaired design its power
+  EXPECT_LE(paired_false, 2);       // alpha 0.01 and the 5 % minimum effect
+}
+
+TEST(AbStats, SignedRankTestExactValues) {
+  // 8 differences all of one sign: the most extreme of 2^8 sign patterns, each tail once: p = 2/256.
+  EXPECT_DOUBLE_EQ(knn::signed_rank_p({1, 2, 3, 4, 5, 6, 7, 8}), 2.0 / 256);
+  // Ranks 1..4, the smallest negative: W+ = 9, W- = 1; P(W ≤ 1) = 2/16 (sums 0 and 1), two-sided 4/16.
+  EXPECT_DOUBLE_EQ(knn::signed_rank_p({-0.1, 0.2, 0.3, 0.4}), 4.0 / 16);
+  EXPECT_DOUBLE_EQ(knn::signed_rank_p({0, 0}), 1.0);  // zero differences carry no sign
+  AbSide a, b;
+  for (int i = 0; i < 4; ++i) a.medians_ms.push_back(10), b.medians_ms.push_back(12), a.rounds.push_back(i), b.rounds.push_back(i);
+  EXPECT_EQ(knn::judge_paired(a, b, {}).verdict, Verdict::too_few);  // 4 processes: p >= 2/16 > 0.01
+}
+
 // ---------------------------------------------------------------- the command's bad inputs
 
 namespace {
@@ -249,6 +286,28 @@ TEST(AbCommand, ACrashedProcessDropsItsRoundAndTheRunGoesOn) {
   ASSERT_EQ(j["rows"].size(), 1u);
   EXPECT_EQ(j["rows"][0]["a"]["rounds"], (std::vector<int>{1, 3}));
   EXPECT_EQ(j["rows"][0]["b"]["medians_ms"].size(), 2u);
+}
+
+// --paired: every process runs both settings; the JSON says so, and each row has both settings of
+// the same processes. Sides it cannot pair are refused with the reason.
+TEST(AbCommand, PairedRunsBothSettingsInEveryProcess) {
+  const std::string json = knn::testing::tmp_path("ab-paired.json");
+  const std::string tiny = kTiny.substr(0, kTiny.find(" --processes"));
+  const auto r = ab(fmt::format("--paired --a-param t7.slowdown=0 --b-param t7.slowdown=50 {} --processes 2 --json {}", tiny, json));
+  EXPECT_TRUE(r.code == 0 || r.code == 1) << r.out;
+  EXPECT_NE(r.out.find("4 processes, each with both settings"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(j["paired"], true);
+  ASSERT_EQ(j["rows"].size(), 1u);
+  EXPECT_EQ(j["rows"][0]["a"]["rounds"], (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(j["rows"][0]["b"]["rounds"], (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_GT(j["rows"][0]["ratio"].get<double>(), 1.2);  // 50 % slower in each process
+  const auto two = ab(fmt::format("--paired --b {} --a-param t7.slowdown=0 --b-param t7.slowdown=5 {}", KNN_TEST_BINARY, kTiny));
+  EXPECT_EQ(two.code, 2) << two.out;
+  EXPECT_NE(two.out.find("--paired runs both settings in one process"), std::string::npos) << two.out;
+  const auto odd = ab("--paired --a-param t7.slowdown=0 --b-param t8.slowdown=5 " + kTiny);
+  EXPECT_EQ(odd.code, 2) << odd.out;
+  EXPECT_NE(odd.out.find("side B sets the parameters side A sets"), std::string::npos) << odd.out;
 }
 
 // SIGTERM to ab during round 2 (side B's process sends it to its parent): ab stops after that process,

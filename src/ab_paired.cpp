@@ -1,0 +1,88 @@
+// `knnbench ab --paired`: both parameter settings in every process, next to each other for each
+// (case, version), and the verdict on the per-process ratios B/A (Wilcoxon's signed-rank test and the
+// interval of its Walsh averages). A host mode that holds for a whole process slows both settings of
+// that process alike and leaves the ratio alone; the unpaired design must see it as noise.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ab.hpp"
+#include "stats.hpp"
+
+namespace knn {
+namespace {
+
+// P(W+ ≤ w) for w = 0 .. n(n+1)/2 under the null (no ties, no zero differences): the count of subsets
+// of the ranks 1..n with that sum, over 2^n.
+std::vector<double> signed_rank_cdf(int n) {
+  const std::size_t top = std::size_t(n) * std::size_t(n + 1) / 2;
+  std::vector<double> count(top + 1, 0.0);
+  count[0] = 1;
+  for (int r = 1; r <= n; ++r)
+    for (std::size_t s = top; s >= std::size_t(r); --s) count[s] += count[s - std::size_t(r)];
+  const double all = std::ldexp(1.0, n);
+  double acc = 0;
+  for (double& c : count) acc += c, c = acc / all;
+  return count;
+}
+
+}  // namespace
+
+double signed_rank_p(const std::vector<double>& d) {
+  std::vector<double> nz;
+  for (double x : d)
+    if (x != 0) nz.push_back(x);
+  const int n = int(nz.size());
+  if (n == 0) return 1;
+  std::vector<int> order(std::size_t(n), 0);
+  for (int i = 0; i < n; ++i) order[std::size_t(i)] = i;
+  std::sort(order.begin(), order.end(), [&](int x, int y) { return std::abs(nz[std::size_t(x)]) < std::abs(nz[std::size_t(y)]); });
+  long w_plus = 0;
+  for (int r = 0; r < n; ++r)
+    if (nz[std::size_t(order[std::size_t(r)])] > 0) w_plus += r + 1;
+  const long top = long(n) * (n + 1) / 2;
+  const long w = std::min(w_plus, top - w_plus);  // the nearer tail
+  const std::vector<double> cdf = signed_rank_cdf(n);
+  return std::min(1.0, 2 * cdf[std::size_t(w)]);
+}
+
+AbJudgement judge_paired(const AbSide& a, const AbSide& b, const CompareOptions& opts) {
+  AbJudgement j;
+  const std::size_t n = std::min(a.medians_ms.size(), b.medians_ms.size());
+  if (n == 0) return j;
+  j.a_median_ms = median_of(a.medians_ms);
+  j.b_median_ms = median_of(b.medians_ms);
+  j.a_modes = find_modes(a.medians_ms, opts.min_effect_pct);
+  j.b_modes = find_modes(b.medians_ms, opts.min_effect_pct);
+  j.a_used = j.b_used = int(n);
+  std::vector<double> d;  // log(B/A) of each process
+  for (std::size_t i = 0; i < n; ++i) d.push_back(std::log(b.medians_ms[i] / a.medians_ms[i]));
+  // Walsh averages: their median is the ratio's estimate, their k-th from each end its interval.
+  std::vector<double> walsh;
+  for (std::size_t x = 0; x < n; ++x)
+    for (std::size_t y = x; y < n; ++y) walsh.push_back((d[x] + d[y]) / 2);
+  std::sort(walsh.begin(), walsh.end());
+  const std::vector<double> cdf = signed_rank_cdf(int(n));
+  const double half = opts.alpha / 2;
+  std::size_t k = 1;  // the largest k with P(W+ ≤ k − 1) ≤ alpha / 2
+  while (k < walsh.size() / 2 && cdf[k] <= half) ++k;
+  const double est = walsh.size() % 2 ? walsh[walsh.size() / 2] : (walsh[walsh.size() / 2 - 1] + walsh[walsh.size() / 2]) / 2;
+  j.ratio = std::exp(est);
+  j.ratio_interval = {std::exp(walsh[k - 1]), std::exp(walsh[walsh.size() - k]), j.ratio, 1 - 2 * cdf[k - 1]};
+  j.p_value = signed_rank_p(d);
+  if (2 * cdf[0] > opts.alpha) {  // even n processes all one way cannot reach alpha
+    j.verdict = Verdict::too_few;
+    return j;
+  }
+  const bool big = std::abs(j.ratio - 1) * 100 > opts.min_effect_pct && std::abs(j.ratio - 1) * j.a_median_ms > opts.min_change_ms;
+  const bool significant = *j.p_value < opts.alpha;
+  if (big && significant && j.ratio > 1 && j.ratio_interval.low > 1)
+    j.verdict = Verdict::slower;
+  else if (big && significant && j.ratio < 1 && j.ratio_interval.high < 1)
+    j.verdict = Verdict::faster;
+  else
+    j.verdict = Verdict::same;
+  return j;
+}
+
+}  // namespace knn
