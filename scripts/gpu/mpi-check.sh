@@ -13,8 +13,8 @@
 #            and case 9's shape at 2^26 references                          -> gpu-ranks{1,2}-*.{json,md}
 #   multigpu one rank per GPU (1, 2, 4, ..., every GPU of this machine; GPUS=1,2 narrows): the 2^25 shape
 #            and the 2^26 top-1 shape above -> mgpu-ranks{N}-{2p25,2p26}.*; cases 8-11 with v18 on every
-#            GPU (mpirun) -> mgpu-v18-default.*, beside v8/v9 on every GPU (one process) -> mgpu-v8v9-default.*;
-#            the real cases 500, 501, 510, 512 with v18 on 1 rank and on every GPU -> mgpu-real-ranks{1,N}.*
+#            GPU count of 2 or more (mpirun) -> mgpu-v18-default-N.*, beside v8/v9 on the same N GPUs (one process) -> mgpu-v8v9-default-N.*;
+#            the real cases 500, 501, 510, 512 with v18 on each GPU count -> mgpu-real-ranksN.*
 #            (cases whose data files are absent are left out; REAL_TRUTH=live as gpu-check.sh)
 # Results land in $OUT (default results/local/mpi-check). STEPS="tests gpupath cpu cpu2 gpu" narrows it.
 set -uo pipefail
@@ -92,11 +92,14 @@ if has multigpu; then
     run mgpu-ranks$np-2p25 $np $((cores / np)) --version v18 --k 16 --m 16384 --n 33554432 --topk 8 --validate-queries 16 "${slow[@]}"
     run mgpu-ranks$np-2p26 $np $((cores / np)) --version v18 --k 16 --m 1 --n 67108864 --topk 1 "${fast[@]}"
   done
-  run mgpu-v18-default "$ngpu" $((cores / ngpu)) --version v18 --case 8-11 "${fast[@]}"
-  log "mgpu-v8v9-default: v8, v9 on $ngpu GPUs, one process"
-  timeout "$LIMIT" "$bin/knnbench" --version v8,v9 --case 8-11 --devices "$(seq -s, 0 $((ngpu - 1)))" "${fast[@]}" \
-    --json "$OUT/mgpu-v8v9-default.json" --md "$OUT/mgpu-v8v9-default.md" >"$OUT/mgpu-v8v9-default.log" 2>&1 || status=1
-  grep -E "^(Pass|Fail|Skip)" "$OUT/mgpu-v8v9-default.log" | tee -a "$OUT/mpi-check.log"
+  for np in ${counts//,/ }; do  # cases 8-11: v18 on np ranks beside v8/v9 on the same np GPUs
+    [ "$np" -ge 2 ] || continue
+    run mgpu-v18-default-$np "$np" $((cores / np)) --version v18 --case 8-11 "${fast[@]}"
+    log "mgpu-v8v9-default-$np: v8, v9 on $np GPUs, one process"
+    timeout "$LIMIT" "$bin/knnbench" --version v8,v9 --case 8-11 --devices "$(seq -s, 0 $((np - 1)))" "${fast[@]}" \
+      --json "$OUT/mgpu-v8v9-default-$np.json" --md "$OUT/mgpu-v8v9-default-$np.md" >"$OUT/mgpu-v8v9-default-$np.log" 2>&1 || status=1
+    grep -E "^(Pass|Fail|Skip)" "$OUT/mgpu-v8v9-default-$np.log" | tee -a "$OUT/mpi-check.log"
+  done
   real=configs/real.json
   if [ "${REAL_TRUTH:-}" = live ]; then  # the ground truths that are absent: validated against v0 live
     python3 - configs/real.json configs/.real-live.json <<'PY' && real=configs/.real-live.json
@@ -109,7 +112,7 @@ for c in m["cases"]:
 json.dump(m, open(sys.argv[2], "w"))
 PY
   fi
-  for np in 1 "$ngpu"; do
+  for np in ${counts//,/ }; do
     run mgpu-real-ranks$np $np $((cores / np)) --config "$real" --case 500,501,510,512 --version v18 "${fast[@]}"
   done
 fi
