@@ -339,3 +339,26 @@ TEST(GpuRates, MeasuredRatesArePositiveAndOrdered) {
 }
 
 }  // namespace
+
+namespace {
+
+// On a GPU, a brute-force version's result carries a floor from this process's rates, and the
+// floor is a floor: the call takes at least about that long (the rates are the best of 64 MiB
+// copies and 8192³ GEMMs, so a call may beat them by a few per cent, never by 10).
+TEST(GpuRates, ABruteForceResultHasAFloorItDoesNotBeat) {
+  const knn::DeviceDiscovery disc = knn::discover_devices();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU floor test skipped, not run";
+  const std::string out = knn::testing::tmp_path("floor_gpu.json");
+  const auto r = knn::testing::run(KNN_BINARY, fmt::format("--config {}/configs/default.json --case 11 --version v15 --devices 0 --max-time 3 "
+                                                           "--json {}", KNN_SOURCE_DIR, out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const knn::ResultsDocument doc = knn::read_results_file(out);
+  ASSERT_EQ(doc.info.device_rates.size(), 1u);
+  EXPECT_TRUE(doc.info.device_rates[0].measured()) << doc.info.rates_note;
+  ASSERT_EQ(doc.results.size(), 1u);
+  const ResultFloor& f = doc.results[0].floor;
+  ASSERT_TRUE(f.has_floor()) << f.note;
+  EXPECT_GT(f.x_floor, 0.9) << "median " << doc.results[0].stats.median << " ms, floor " << f.floor_ms << " ms (" << knn::to_string(f.bound) << ")";
+}
+
+}  // namespace
