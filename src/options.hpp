@@ -45,6 +45,8 @@ struct MeasureOptions {
   bool kill_after_max_time = false;
   // The host canary before and after each result (canary.hpp); --no-canary turns it off.
   bool canary = true;
+  // Each GPU's rates at start-up, for the floors (rates.hpp); --no-rates turns them off.
+  bool rates = true;
 };
 
 struct RunOptions {
@@ -73,7 +75,7 @@ struct RunOptions {
 // Every field by name; from_json requires each one (a missing field throws), so a file from
 // another build is an error, not a silent default.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
-                                   strict_peers, validate_queries, dump_answers, kill_after_max_time, canary)
+                                   strict_peers, validate_queries, dump_answers, kill_after_max_time, canary, rates)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, param_specs, ignore_matrix_params, devices, host_memory, seed,
                                    measure, quiet, list, list_params, isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case)
 

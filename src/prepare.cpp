@@ -39,6 +39,7 @@ std::string data_file_problem(const Matrix& mx, const Case& c, PointSet set, con
 Result PreparedCase::result_for(const VersionDesc& v) const {
   Result r = base_;
   name_version(r, v);
+  r.values = problem.values;  // for the floor (rates.hpp)
   return r;
 }
 

@@ -72,4 +72,16 @@ std::string version_phases_text(const Result& r);
 // line when max/min exceeds kCanarySpreadWarning ("" without canaries; report_canary.cpp).
 std::string canary_spread_text(const RunInfo& info, const std::vector<Result>& results, bool markdown);
 
+// The floors (floor.hpp; report_floor.cpp). A result's floor_ms with its bound ("12.3 (copy)"),
+// "none" when decided without one, "" when not decided; its x_floor ("2.31"), "" without one.
+std::string floor_ms_text(const Result& r);
+std::string x_floor_text(const Result& r);
+// The summary table's last row: under each "case N" of `head`, the fastest version's x_floor and
+// bound ("2.31 copy"), "-" when it has none; empty when no result has a floor.
+std::vector<std::string> floor_row(const std::vector<Result>& results, const std::vector<std::string>& head);
+// The line explaining that row; "" when no result has a floor.
+std::string floor_legend(const std::vector<Result>& results);
+// Device `device`'s start-up rates in one line, or why there are none.
+std::string rates_text(const RunInfo& info, std::size_t device);
+
 }  // namespace knn

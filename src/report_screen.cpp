@@ -126,6 +126,7 @@ class ScreenReporter final : public Reporter {
                                 d.ordinal, d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_memory / 1073741824.0, d.clock_khz / 1000,
                                 d.memory_clock_khz / 1000, d.memory_bus_bits, d.memory_bandwidth_gbs,
                                 i < info.warmup_ms.size() ? info.warmup_ms[i] : 0.0));
+      print_wrapped("      " + rates_text(info, i));  // the start-up rates, for the floors
     }
     std::fflush(stdout);
   }
@@ -188,12 +189,14 @@ class ScreenReporter final : public Reporter {
     fmt::print("\nMedian wall time per call (ms); rows are versions, columns are cases:\n");
     auto table = summary_table(all);
     const std::vector<std::string> fastest = mark_fastest(all, table);
+    if (std::vector<std::string> floors = floor_row(all, table.empty() ? std::vector<std::string>{} : table[0]); !floors.empty())
+      table.push_back(std::move(floors));
     std::string text = text_table_in_blocks(table, label_then_numbers(table.empty() ? 0 : table[0].size()), kScreenWidth);
     for (const auto& cell : fastest) text = paint_word(text, cell, Colour::green, colour_);
     text = paint_word(text, "FAIL", Colour::red, colour_);
     fmt::print("{}", text);
     if (!fastest.empty()) fmt::print("< = the fastest version of the case.\n");
-    fmt::print("{}", wrap_lines(summary_legend(all), kScreenWidth));
+    fmt::print("{}", wrap_lines(summary_legend(all) + floor_legend(all), kScreenWidth));
     // The canary's spread only when the host's speed changed during the run (report's markdown has it always).
     if (const std::string canary = canary_spread_text(info, all, false); canary.find("WARNING") != std::string::npos)
       fmt::print("\n{}", wrap_lines(canary, kScreenWidth));

@@ -61,19 +61,25 @@ class MarkdownReporter final : public Reporter {
     std::string s = "# knnbench results\n\n";
     s += fmt::format("- date: {}\n- host: {} ({}, {} cores)\n", info.started_utc, info.host.hostname, info.host.cpu_model, info.host.cores);
     if (info.devices.empty()) s += fmt::format("- devices: none ({})\n", info.device_note);
-    for (const auto& d : info.devices)
-      s += fmt::format("- device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", d.ordinal, d.name, d.cc_major, d.cc_minor, d.sm_count, d.total_memory / 1073741824.0);
+    for (std::size_t i = 0; i < info.devices.size(); ++i) {
+      const DeviceInfo& d = info.devices[i];
+      s += fmt::format("- device {}: {} (sm_{}{}, {} SMs, {:.1f} GiB); {}\n", d.ordinal, d.name, d.cc_major, d.cc_minor, d.sm_count,
+                       d.total_memory / 1073741824.0, rates_text(info, i));
+    }
     s += fmt::format("- matrix: {} ({}), host memory: {}\n", info.matrix_file, info.matrix_checksum, host_memory_text(info));
     if (info.mpi_ranks > 0) s += fmt::format("- mpirun: {} rank{}\n", info.mpi_ranks, info.mpi_ranks == 1 ? "" : "s");
     for (const RankPlace& p : info.rank_places) s += fmt::format("  - rank {}: host {}, GPU {}\n", p.rank, p.host, p.gpu);
     s += "\n## Median wall time per call (ms)\n\n";
-    s += markdown_table(summary_table(all), {});
-    const std::string legend = summary_legend(all);
+    TableRows summary = summary_table(all);
+    if (std::vector<std::string> floors = floor_row(all, summary.empty() ? std::vector<std::string>{} : summary[0]); !floors.empty())
+      summary.push_back(std::move(floors));
+    s += markdown_table(summary, {});
+    const std::string legend = summary_legend(all) + floor_legend(all);
     if (!legend.empty()) s += "\n" + legend;
     s += "\nnoise % = half-width of the ~95 % confidence interval of the median, relative to the median.\n\n";
     s += canary_spread_text(info, all, true);
     s += plot_links(path_) + "## Every result\n\n";
-    std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples"};
+    std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples", "floor ms", "x floor"};
     for (const auto& p : kMarkdownPhaseColumns) head.push_back(p + " ms");
     head.push_back("phases (median ms)");
     head.push_back("path / reason");
@@ -84,7 +90,7 @@ class MarkdownReporter final : public Reporter {
                                    std::to_string(c.topk), r.label(), to_string(r.status),
                                    timed(r.status) ? format_ms(r.stats.median) : "",
                                    timed(r.status) ? format_noise_pct(r.stats.median_noise_pct) : "",
-                                   std::to_string(r.stats.samples)};
+                                   std::to_string(r.stats.samples), floor_ms_text(r), x_floor_text(r)};
       for (const auto& p : kMarkdownPhaseColumns) row.push_back(opt_ms(phase_median(r, p)));
       row.push_back(version_phases_text(r));
       std::string tail = r.status == Status::inexact ? inexact_text(r) + "; first: " + r.validation.first_problem
@@ -132,7 +138,7 @@ class CsvReporter final : public Reporter {
     std::string s = "case,k,m,n,topk,distribution,version,family,status,samples,median_ms,min_ms,max_ms,mean_ms,stdev_ms,noise_pct";
     for (const auto& p : kPhaseColumns) s += "," + p + "_ms";
     s += ",other_phases,validation,mismatches,ties_accepted,path,reason,note";
-    s += ",median_noise_pct,calls_per_sample,noise_target_missed,interrupted,sm_clock_mhz_before,sm_clock_mhz_after,throttle_before,throttle_after,ground_truth,wrong_queries,wrong_neighbors,recall\n";
+    s += ",median_noise_pct,calls_per_sample,noise_target_missed,interrupted,sm_clock_mhz_before,sm_clock_mhz_after,throttle_before,throttle_after,ground_truth,wrong_queries,wrong_neighbors,recall,floor_ms,x_floor,floor_bound\n";
     for (const auto& r : all) {
       const auto& c = r.problem_case;
       const auto& st = r.stats;
@@ -153,7 +159,9 @@ class CsvReporter final : public Reporter {
                        mhz(k.sm_clock_mhz_before), mhz(k.sm_clock_mhz_after), csv_field(k.throttle_before), csv_field(k.throttle_after),
                        csv_field(r.validated ? r.validation.ground_truth : ""));
       const ValidationReport& v = r.validation;
-      s += r.validated ? fmt::format(",{},{},{}\n", v.wrong_queries, v.wrong_neighbors(), v.recall()) : ",,,\n";
+      s += r.validated ? fmt::format(",{},{},{}", v.wrong_queries, v.wrong_neighbors(), v.recall()) : ",,,";
+      const ResultFloor& f = r.floor;  // empty without a floor
+      s += f.has_floor() ? fmt::format(",{},{},{}\n", f.floor_ms, f.x_floor > 0 ? fmt::format("{}", f.x_floor) : "", to_string(f.bound)) : ",,\n";
     }
     write_file_atomically(path_, s);
   }

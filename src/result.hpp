@@ -7,6 +7,7 @@
 #include "canary.hpp"
 #include "core/params.hpp"
 #include "core/environment.hpp"
+#include "floor.hpp"
 #include "matrix.hpp"
 #include "mpi_env.hpp"
 #include "stats.hpp"
@@ -61,6 +62,10 @@ struct Result {
   ResultHostFacts host_facts;  // where the inputs lay, the CPUs and their frequency, with the canary
   std::map<std::string, std::vector<double>> phase_samples_ms;  // build, query, h2d, kernel, d2h, ...
   std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
+  // What the harness found in the inputs (whole numbers, their range), for the floor; not written:
+  // the floor records what it used.
+  ValueTraits values;
+  ResultFloor floor;  // the least time the call could take here (floor.hpp); not decided: none written
   // "v16[test=median]": the version id with the parameters the user set; the id alone otherwise.
   std::string label() const { return variant_label(version, params, params_set); }
 };
@@ -79,6 +84,8 @@ struct RunInfo {
   HostFacts host_facts;  // the process's affinity, NUMA nodes, huge pages, cpufreq (canary.hpp)
   std::vector<DeviceInfo> devices;  // selected devices
   std::vector<double> warmup_ms;    // per selected device
+  std::vector<DeviceRates> device_rates;  // per selected device, measured at start-up (rates.hpp); empty: none
+  std::string rates_note;                 // why there are none, when there are none
   std::string device_note;          // why there are none, when there are none
   int cuda_runtime_version = 0, cuda_driver_version = 0;
   std::string matrix_file, matrix_checksum;

@@ -5,6 +5,7 @@
 
 #include "build_info.hpp"
 #include "results_schema_canary.hpp"
+#include "results_schema_floor.hpp"
 
 namespace knn {
 
@@ -108,6 +109,7 @@ json result_to_json(const Result& r) {
   j["clocks"] = clocks_json(r.clocks);
   if (r.canary.recorded()) j["canary"] = canary_to_json(r.canary);  // results_schema_canary.cpp
   if (r.host_facts.recorded()) j["host_facts"] = result_host_facts_to_json(r.host_facts);
+  if (r.floor.decided) j["floor"] = floor_to_json(r.floor);  // results_schema_floor.cpp
   j["phases"] = phases_json(r.phase_samples_ms);
   json dev = json::object();
   for (const auto& [d, phases] : r.device_phase_samples_ms) dev[std::to_string(d)] = phases_json(phases);
@@ -149,10 +151,12 @@ json results_to_json(const RunInfo& info, const std::vector<Result>& results) {
                     {"memory_bandwidth_gbs", d.memory_bandwidth_gbs},
                     {"l2_bytes", d.l2_bytes},
                     {"pci_bus_id", d.pci_bus_id},
-                    {"warmup_ms", i < info.warmup_ms.size() ? info.warmup_ms[i] : 0.0}});
+                    {"warmup_ms", i < info.warmup_ms.size() ? info.warmup_ms[i] : 0.0},
+                    {"rates", device_rates_to_json(i < info.device_rates.size() ? info.device_rates[i] : DeviceRates{})}});
   }
   j["devices"] = devs;
   j["device_note"] = text_or_null(info.device_note);
+  j["rates_note"] = text_or_null(info.rates_note);
   if (info.mpi_ranks > 0) {  // under mpirun: the ranks, each with its host and GPU
     json places = json::array();
     for (const RankPlace& p : info.rank_places) places.push_back({{"rank", p.rank}, {"host", p.host}, {"gpu", p.gpu}});

@@ -11,6 +11,7 @@
 #include "results_journal.hpp"
 #include "results_schema.hpp"
 #include "results_schema_canary.hpp"
+#include "results_schema_floor.hpp"
 
 namespace knn {
 
@@ -103,6 +104,7 @@ RunInfo run_info_from_json(const json& j) {
       info.warmup_ms.push_back(num<double>(d, "warmup_ms"));
     }
   info.device_note = str(j, "device_note");
+  read_device_rates(j, info);  // results_schema_floor.cpp
   read_mpi_json(j, info);  // under mpirun only
   info.matrix_file = str(sub(j, "matrix"), "file"), info.matrix_checksum = str(sub(j, "matrix"), "checksum");
   const json& o = sub(j, "options");

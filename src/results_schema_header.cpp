@@ -8,6 +8,7 @@
 
 #include "results_schema.hpp"
 #include "results_schema_canary.hpp"
+#include "results_schema_floor.hpp"
 
 namespace knn {
 namespace {
@@ -96,7 +97,7 @@ void check_header(const json& doc, const std::string& file) {
   check_object(file, doc, "",
                {{"schema_version", K::integer}, {"meta", K::object},   {"host", K::object},     {"devices", K::objects}, {"device_note", K::text_or_null},
                 {"mpi", K::object},             {"matrix", K::object}, {"options", K::object}, {"results", K::any},
-                {"host_facts", K::object}});
+                {"host_facts", K::object},      {"rates_note", K::text_or_null}});
   check_host_facts(doc, file);  // results_schema_canary.cpp  // results: read_results_document
   if (const auto it = doc.find("meta"); it != doc.end())
     check_object(file, *it, "meta",
@@ -115,7 +116,9 @@ void check_header(const json& doc, const std::string& file) {
       check_object(file, (*it)[i], fmt::format("devices[{}]", i),
                    {{"ordinal", K::count}, {"name", K::text}, {"compute_capability", K::text}, {"sm_count", K::count},
                     {"memory_bytes", K::count}, {"clock_mhz", K::count}, {"memory_clock_mhz", K::count}, {"memory_bus_bits", K::count},
-                    {"memory_bandwidth_gbs", K::number}, {"l2_bytes", K::count}, {"pci_bus_id", K::text}, {"warmup_ms", K::number}});
+                    {"memory_bandwidth_gbs", K::number}, {"l2_bytes", K::count}, {"pci_bus_id", K::text}, {"warmup_ms", K::number},
+                    {"rates", K::any}});
+  check_device_rates(doc, file);  // results_schema_floor.cpp
   if (const auto it = doc.find("mpi"); it != doc.end()) {
     check_object(file, *it, "mpi", {{"ranks", K::count}, {"per_rank", K::objects}});
     if (const auto p = it->find("per_rank"); p != it->end())

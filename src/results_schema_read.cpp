@@ -11,6 +11,7 @@
 
 #include "measure.hpp"  // kOtherPhase
 #include "results_schema.hpp"  // and results_schema_canary.hpp
+#include "results_schema_floor.hpp"
 #include "stats.hpp"
 
 namespace knn {
@@ -315,7 +316,7 @@ std::map<std::string, std::vector<double>> read_phases(const Fields& f, const js
 Result read_result(const Fields& f, const json& j, const std::string& w) {
   f.only(j, w, {"case", "version", "title", "family", "status", "reason", "path", "note", "devices_used", "host_memory", "validation", "samples_ms",
                 "calls_per_sample", "stats", "noise_target_missed", "interrupted", "clocks", "phases", "device_phases", "params",
-                "params_set", "params_chosen", "canary", "host_facts"});
+                "params_set", "params_chosen", "canary", "host_facts", "floor"});
   Result r;
   read_case(f, f.need(j, "case", w), w + ".case", r);
   r.version = f.need_string(j, "version", w);
@@ -376,7 +377,9 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
       r.device_phase_samples_ms[std::stoi(dev)] = read_phases(f, phases, dw);
     }
   }
-  read_result_canary(j, w, r, [&f](const std::string& at, const std::string& what) { f.fail(at, what); });  // results_schema_canary.cpp
+  const SchemaFail fail = [&f](const std::string& at, const std::string& what) { f.fail(at, what); };
+  read_result_canary(j, w, r, fail);  // results_schema_canary.cpp
+  read_result_floor(j, w, r, fail);   // results_schema_floor.cpp
   return r;
 }
 

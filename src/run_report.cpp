@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "rates.hpp"
 
 namespace knn {
 
@@ -38,6 +39,7 @@ void RunReport::start(const Case& c, const std::string& label) {
 void RunReport::finish(Result r) {
   if (!keeps_) return;
   any_fail_ = any_fail_ || r.status == Status::fail;
+  if (!r.floor.decided) r.floor = floor_of(info_, r);  // an --isolate child's result comes with its own
   results_.push_back(std::move(r));
   for (auto& rep : reporters_) rep->result(info_, results_);
 }

@@ -28,6 +28,7 @@
 #include "param_list.hpp"
 #include "plan.hpp"
 #include "prepare.hpp"
+#include "rates.hpp"
 #include "report.hpp"
 #include "results_journal.hpp"
 #include "run_report.hpp"
@@ -277,6 +278,11 @@ int run_benchmark(const RunOptions& opts) {
   if (opts.isolate) remove_stale_isolate_files();
   install_signal_handlers();
   report.info().warmup_ms = warm_up_devices(env.devices);  // before any measurement, on every selected GPU at once
+  {  // then each GPU's rates, for the floors (rank 0 reports; the other ranks measure none)
+    RatesMeasurement rates = measure_device_rates(env.devices, opts.measure.rates && mpi_world().root(), report.info().device_note);
+    report.info().device_rates = std::move(rates.rates);
+    report.info().rates_note = std::move(rates.note);
+  }
   report.begin();
   const HostInfo& host = report.info().host;
   if (mpi_world().root() && host_busy(host) && !opts.quiet && !opts.isolated_child)

@@ -55,6 +55,31 @@ check_figure "$tmp/d" vs-floor "v14 fastest on" "fastest other" "× floor"
 v6=$("$python" -c 'import gzip,json,sys; r=[r for r in json.load(gzip.open(sys.argv[1]))["results"] if r["case"]["id"]==11 and r["version"]=="v6"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/default.json.gz")
 grep -qF ">$v6<" "$tmp/d-bars-gpu.svg" || bad "bars-gpu does not label case 11's v6 bar with its median $v6"
 
+# A file with recorded floors (docs/measurement.md, "Floors"): vs-floor draws each case's recorded
+# floor and names its bound and rate, and covers every case, one where the version did not run too.
+"$python" - "$res/default.json.gz" "$tmp/floors.json" <<'PY'
+import gzip, json, sys
+doc = json.load(gzip.open(sys.argv[1]))
+kept = []
+for r in doc["results"]:
+    if r["version"] == "v14" and r["case"]["id"] == 0:
+        continue  # case 0 without v14: its slot says "not run"
+    med = (r.get("stats") or {}).get("median_ms")
+    if r["version"] == "v14" and r["status"] == "pass" and med:
+        compute = r["case"]["id"] % 2 == 0
+        fl = med / 4
+        r["floor"] = {"floor_ms": fl, "x_floor": 4.0, "bound": "compute" if compute else "copy",
+                      "rate_name": "tf32_tflops" if compute else "h2d_pinned_gbps", "rate": 400.0 if compute else 25.0,
+                      "copy_ms": fl / 2 if compute else fl, "compute_ms": fl if compute else None, "note": None}
+    kept.append(r)
+doc["results"] = kept
+json.dump(doc, open(sys.argv[2], "w"))
+PY
+plot "$tmp/floors.json" -o "$tmp/f.png" --only vs-floor --highlight v14 >/dev/null || bad "plot.py on a file with floors exited $?"
+ncases=$("$python" -c 'import gzip,json,sys; print(len({r["case"]["id"] for r in json.load(gzip.open(sys.argv[1]))["results"]}))' "$res/default.json.gz")
+check_figure "$tmp/f" vs-floor "compute floor (tf32_tflops, recorded)" "copy floor (h2d_pinned_gbps, recorded)" "4.00× floor" \
+  "floors recorded by knnbench in" "of $ncases cases" "not run" "0: k=3"
+
 # A gzipped results file (results/**/*.json.gz) plots as it is; a cut one is refused by name.
 plot "$res/default.json.gz" -o "$tmp/z.png" --only vs-floor --highlight v15 >/dev/null || bad "plot.py default.json.gz exited $?"
 check_figure "$tmp/z" vs-floor "v15 fastest on" "fastest other" "11: k=16 m=1024 n=1Mi"

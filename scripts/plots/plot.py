@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plot knnbench results: which version wins each case, by how much, and how far from the copy floor.
+"""Plot knnbench results: which version wins each case, by how much, and how far from the floor.
 
 Usage:
   scripts/plots/plot.py results.json [-o out.png] [--only heatmap,bars,trees] [--highlight v14] [--h2d-gbps 50]
@@ -11,12 +11,15 @@ Figures (each written as PNG, 1600 px wide, and as SVG):
   bars-FAMILY  one per family (cpu, gpu, multi-gpu, tree, ...): a panel per case, a bar per version
                on a linear axis, the case's copy floor as a line
   trees        build and query side by side per tree version, a panel per case, linear axis
-  vs-floor     with --highlight V: per case, V against the copy floor and the fastest other version
+  vs-floor     with --highlight V: every case, V against its floor and the fastest other version; the
+               floor knnbench recorded (copy or compute, named) where the file has one, else the copy floor
   compare      with --compare A B: B/A per (case, version), both noises as error bars, the verdicts
                of `knnbench compare` (same rule, reimplemented here) coloured
 
 The copy floor of a case is its reference bytes (n * k * 4) over the host-to-device bandwidth,
-measured from the "h2d" phases of the brute-force GPU versions in the file (or --h2d-gbps).
+measured from the "h2d" phases of the brute-force GPU versions in the file (or --h2d-gbps). Files
+written with the start-up rates record each result's own floor (docs/measurement.md, "Floors"):
+vs-floor draws that one, of V or else of the fastest other version, and names its bound.
 
 -o X.png writes X-<figure>.png and X-<figure>.svg (X.png itself when X already ends in -<figure>);
 without -o, X is the results file's name without .json.
@@ -137,6 +140,12 @@ class Result:
         self.phases = {k: num((v or {}).get("median_ms")) for k, v in (r.get("phases") or {}).items() if isinstance(v, dict)}
         self.devices_used = r.get("devices_used") or []
         self.checksums = c.get("checksums") or {}
+        # The floor knnbench recorded (docs/measurement.md, "Floors"): its ms and bound (copy or
+        # compute) and the rate it used; None in files from before the floors, or without one.
+        fl = r.get("floor") if isinstance(r.get("floor"), dict) else {}
+        self.floor_ms = num(fl.get("floor_ms")) if fl.get("bound") in ("copy", "compute") else None
+        self.floor_bound = fl.get("bound") if self.floor_ms else None
+        self.floor_rate = fl.get("rate_name") if self.floor_ms else None
 
     def phase(self, name):
         v = self.phases.get(name)
@@ -263,6 +272,16 @@ def h2d_bandwidth(doc, given_gbps):
 
 def floor_ms(case, bw):
     return FLOAT_BYTES * case["k"] * case["n"] / bw * 1e3 if bw else None
+
+
+def case_floor(doc, cid, rs, bw):
+    """The floor of case cid for the figure: the first recorded floor of the results rs (None
+    skipped), else the copy floor of floor_ms. Returns (ms, label) or (None, None)."""
+    for r in rs:
+        if r is not None and r.floor_ms:
+            return r.floor_ms, f"{r.floor_bound} floor ({r.floor_rate}, recorded)"
+    fl = floor_ms(doc.cases[cid], bw)
+    return (fl, "copy floor (n k 4 B ÷ H2D)") if fl else (None, None)
 
 
 # ---------------------------------------------------------------- figure helpers
@@ -496,20 +515,24 @@ def fig_trees(doc, bw, bw_note):
 
 
 def fig_vs_floor(doc, version, bw, bw_note):
-    cases = [c for c in doc.case_ids if (c, version) in doc.by]
+    cases = doc.case_ids  # every case: where the version did not run, its slot says so
     fig, axes = new_figure(len(cases))
-    wins = near = timed = 0
+    wins = near = timed = recorded = 0
     for ax, cid in zip(axes, cases):
-        r = doc.by[(cid, version)]
+        r = doc.by.get((cid, version))
         other = doc.best(cid, exclude=version)
-        fl = floor_ms(doc.cases[cid], bw)
-        vals = [r.median, other.median if other else None, fl]
+        fl, floor_name = case_floor(doc, cid, [r, other], bw)
+        recorded += bool(floor_name and floor_name.endswith("recorded)"))
+        vals = [r.median if r else None, other.median if other else None, fl]
         ylim = value_axis(ax, [v for v in vals if v is not None])
         floor_x = lambda t: f"\n{fmt_x(t / fl)} floor" if fl and t else ""
-        names = [version + floor_x(r.median), f"{other.version} (fastest other)" + floor_x(other.median) if other else "no other", "copy floor"]
-        note = [(f"{version} = {fmt_x(r.median / other.median)} {other.version}", "#5b2a86")] if other and r.median else []
+        names = [version + (floor_x(r.median) if r else "\nnot run"),
+                 f"{other.version} (fastest other)" + floor_x(other.median) if other else "no other", floor_name or "no floor"]
+        note = [(f"{version} = {fmt_x(r.median / other.median)} {other.version}", "#5b2a86")] if r and other and r.median else []
         note_box(ax, note, doc.labels[cid], 1)
-        if r.median is None:
+        if r is None:
+            ax.text(0, 0.02, "not run", transform=ax.get_xaxis_transform(), ha="center", va="bottom", rotation=90, fontsize=9, color="0.4")
+        elif r.median is None:
             missing_text(ax, 0, r)
         else:
             timed += 1
@@ -522,8 +545,10 @@ def fig_vs_floor(doc, version, bw, bw_note):
             bar_with_label(ax, 2, fl, ylim, 0.6, "white", edge="#d62728", label_colour="#d62728")
         ax.set_xticks(range(3), names, fontsize=8.5)
     finish_panels(axes)
-    fig.suptitle(f"{version} against the copy floor and the fastest other version, per case (linear): {version} fastest on {wins} of "
-                 f"{timed} timed cases, within 2× of the floor on {near}\n{bw_note}\n{doc.title()}", fontsize=11)
+    source = (f"floors recorded by knnbench in {recorded} of {len(cases)} cases (the larger of copy and compute), "
+              f"elsewhere the copy floor: {bw_note}")
+    fig.suptitle(f"{version} against the floor and the fastest other version, per case (linear): {version} fastest on {wins} of "
+                 f"{timed} timed cases, within 2× of the floor on {near}\n{source}\n{doc.title()}", fontsize=11)
     return fig
 
 
