@@ -32,14 +32,16 @@
 #              references, default 10) on cases 8-11 at 0 % and at that %, then compare
 #                                                    -> integrity/slowed-{0,N}.*, compare-slowed.txt
 #   ab         knnbench ab's experiments (docs/measurement.md), AB_PROCESSES per side (default 8), the parts
-#              AB_PARTS (default "same-gpu same-cpu slowed runs"):
+#              AB_PARTS (default "same-gpu same-cpu slowed paired runs"):
 #              same-gpu  the same binary as A and B, the default matrix's cases 0-11, the GPU versions
 #                        AB_GPU_VERSIONS (default v1-v9,v14,v15,v17)                      -> ab/same-gpu.*
 #              same-cpu  the same for the CPU versions AB_CPU_VERSIONS (default v0,v10-v13) on AB_CPU_CASES
-#                        (default 0-8: cases 9-11 hold calls of 1-8 s for them), one sample after a
+#                        (default 0-7: cases 8-11 hold calls of 0.1-8 s for them), one sample after a
 #                        warm-up per process                                               -> ab/same-cpu.*
 #              slowed    test-only t7 (v0 slowed) and t8 (v4 with more work) slowed by SLOWDOWN_PCT %
 #                        against 0 %, beside v0-v7, cases AB_SLOWED_CASES (default 4-8)  -> ab/slowed.*
+#              paired    t7 and t8 slowed by SLOWDOWN_PCT % against 0 %, --paired (both settings in each of
+#                        2 x AB_PROCESSES processes), cases AB_SLOWED_CASES                -> ab/paired.*
 #              runs      two separate runs of the whole default matrix, every version, and compare (the
 #                        host canary's HOST DRIFT)                   -> ab/run-{1,2}.*, ab/compare-runs.txt
 #   scaling    v8/v9 on 1, 2 and all GPUs -> devices{1,2,N}.*; then mpirun: scripts/gpu/mpi-check.sh
@@ -268,7 +270,7 @@ for step in "${steps[@]}"; do
       short=(--no-validate --warmup 1 --min-samples 3 --max-samples 10 --min-time 0 --max-time 1)
       one=(--no-validate --warmup 1 --min-samples 1 --max-samples 3 --min-time 0 --max-time 1)
       procs=(--processes "${AB_PROCESSES:-8}")
-      parts=" ${AB_PARTS:-same-gpu same-cpu slowed runs} "
+      parts=" ${AB_PARTS:-same-gpu same-cpu slowed paired runs} "
       if [[ $parts == *" same-gpu "* ]]; then
         log "ab same-gpu: same binary as A and B, cases 0-11, ${AB_GPU_VERSIONS:=v1-v9,v14,v15,v17}"
         "$bin" ab --case 0-11 --version "$AB_GPU_VERSIONS" "${procs[@]}" "${short[@]}" --json "$OUT/ab/same-gpu.json" \
@@ -276,7 +278,7 @@ for step in "${steps[@]}"; do
         log "ab same-gpu: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-gpu.log"
       fi
       if [[ $parts == *" same-cpu "* ]]; then
-        log "ab same-cpu: same binary as A and B, cases ${AB_CPU_CASES:=0-8}, ${AB_CPU_VERSIONS:=v0,v10-v13}"
+        log "ab same-cpu: same binary as A and B, cases ${AB_CPU_CASES:=0-7}, ${AB_CPU_VERSIONS:=v0,v10-v13}"
         "$bin" ab --case "$AB_CPU_CASES" --version "$AB_CPU_VERSIONS" "${procs[@]}" "${one[@]}" --json "$OUT/ab/same-cpu.json" \
           --md "$OUT/ab/same-cpu.md" "${extra[@]}" >"$OUT/ab/same-cpu.log" 2>&1
         log "ab same-cpu: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-cpu.log"
@@ -288,6 +290,14 @@ for step in "${steps[@]}"; do
           --a-param t7.slowdown=0 --a-param t8.slowdown=0 --b-param t7.slowdown=$pct --b-param t8.slowdown=$pct \
           --json "$OUT/ab/slowed.json" --md "$OUT/ab/slowed.md" "${extra[@]}" >"$OUT/ab/slowed.log" 2>&1
         log "ab slowed: exit $? (expected 1: t7 and t8 SLOWER where the slowdown is over 5 % of the call)"; tail -n 4 "$OUT/ab/slowed.log"
+      fi
+      if [[ $parts == *" paired "* ]]; then
+        pct=${SLOWDOWN_PCT:-10}
+        log "ab paired: t7 and t8 slowed by $pct % against 0 %, both settings in each process, cases ${AB_SLOWED_CASES:-4-8}"
+        "$testbin" ab --paired --case "${AB_SLOWED_CASES:-4-8}" --version t7,t8 "${procs[@]}" "${short[@]}" \
+          --a-param t7.slowdown=0 --a-param t8.slowdown=0 --b-param t7.slowdown=$pct --b-param t8.slowdown=$pct \
+          --json "$OUT/ab/paired.json" --md "$OUT/ab/paired.md" "${extra[@]}" >"$OUT/ab/paired.log" 2>&1
+        log "ab paired: exit $? (expected 1: t7 and t8 SLOWER where the slowdown is over 5 % of the call)"; tail -n 4 "$OUT/ab/paired.log"
       fi
       if [[ $parts == *" runs "* ]]; then
         for r in 1 2; do
