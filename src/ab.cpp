@@ -210,52 +210,6 @@ struct Collector {
   }
 };
 
-// --paired: each side parameter's two values, checked: one binary, the same parameters on both sides
-// with one value each, at most one per version (two would sweep as a cross product).
-std::map<std::string, std::pair<std::string, std::string>> paired_settings(const AbOptions& o) {
-  if (o.bin_a != o.bin_b) throw ConfigError("--paired runs both settings in one process: give no --a/--b (or the same binary for both)");
-  if (o.params_a.empty() || o.params_a.size() != o.params_b.size())
-    throw ConfigError("--paired: give each side the same parameters (--a-param V.NAME=X --b-param V.NAME=Y), one value each");
-  std::map<std::string, std::pair<std::string, std::string>> out;
-  std::set<std::string> versions;
-  for (const std::string& p : o.params_a) {
-    const ParamRequest r = parse_param_request(p, "--a-param");
-    if (r.values.size() != 1) throw ConfigError(fmt::format("--a-param {}: --paired takes one value per side", p));
-    if (!versions.insert(r.version).second)
-      throw ConfigError(fmt::format("--a-param {}: --paired takes one parameter per version ({} has two)", p, r.version));
-    out[r.version + "." + r.name].first = r.values[0];
-  }
-  for (const std::string& p : o.params_b) {
-    const ParamRequest r = parse_param_request(p, "--b-param");
-    const auto it = out.find(r.version + "." + r.name);
-    if (it == out.end() || r.values.size() != 1 || !it->second.second.empty())
-      throw ConfigError(fmt::format("--b-param {}: under --paired side B sets the parameters side A sets, one value each", p));
-    if (r.values[0] == it->second.first) throw ConfigError(fmt::format("--b-param {}: the same value as side A's", p));
-    it->second.second = r.values[0];
-  }
-  return out;
-}
-
-// One process's sweep of both settings: "t7.slowdown=0,10" (B first when `b_first`).
-std::vector<std::string> paired_sweep(const std::map<std::string, std::pair<std::string, std::string>>& values, bool b_first) {
-  std::vector<std::string> out;
-  for (const auto& [key, v] : values)
-    out.push_back(fmt::format("{}={},{}", key, b_first ? v.second : v.first, b_first ? v.first : v.second));
-  return out;
-}
-
-// The paired verdict on the rounds where both settings were timed, process by process.
-AbJudgement judge_paired_rounds(const AbRow& row, const CompareOptions& rule) {
-  AbSide a, b;
-  for (std::size_t i = 0; i < row.a.rounds.size(); ++i)
-    for (std::size_t k = 0; k < row.b.rounds.size(); ++k)
-      if (row.a.rounds[i] == row.b.rounds[k]) {
-        a.medians_ms.push_back(row.a.medians_ms[i]), a.rounds.push_back(row.a.rounds[i]);
-        b.medians_ms.push_back(row.b.medians_ms[k]), b.rounds.push_back(row.b.rounds[k]);
-      }
-  return judge_paired(a, b, rule);
-}
-
 std::string seconds(double s) { return s < 90 ? fmt::format("{:.0f} s", s) : fmt::format("{:.1f} min", s / 60); }
 
 }  // namespace

@@ -137,6 +137,17 @@ std::vector<std::string> ab_forwarded_args(const CLI::App& sub);
 // 0 no SLOWER, 1 a SLOWER verdict, 2 a usage error or nothing compared, 3 internal.
 int run_ab(const AbOptions& opts);
 
+// ---------------------------------------------------------------- --paired (ab_paired.cpp)
+
+struct AbRow;
+// Each side parameter's two values ("t7.slowdown" -> A's, B's), checked: one binary, the same
+// parameters on both sides with one value each, at most one per version. ConfigError otherwise.
+std::map<std::string, std::pair<std::string, std::string>> paired_settings(const AbOptions& o);
+// One process's sweep of both settings: "t7.slowdown=0,10" (B's value first when `b_first`).
+std::vector<std::string> paired_sweep(const std::map<std::string, std::pair<std::string, std::string>>& values, bool b_first);
+// The paired verdict on the rounds where both settings of a row were timed.
+AbJudgement judge_paired_rounds(const AbRow& row, const CompareOptions& rule);
+
 // ---------------------------------------------------------------- the report (ab_format.cpp)
 
 struct AbRow {

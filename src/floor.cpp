@@ -59,7 +59,9 @@ bool int8_exact(const ValueTraits& v, long long k) {
 ResultFloor compute_floor(const FloorInput& in) {
   ResultFloor f;
   f.decided = true;
-  if (in.family == "cpu" || in.rates.empty()) {
+  // Decided by the devices the call used, not the family: a cpu-family version that hands its work
+  // to a GPU engine (a sharded version on one rank) is brute force on that device.
+  if (in.rates.empty()) {
     f.note = "ran on the host: no GPU floor (the canary's one-thread memory probe bounds no multi-threaded version)";
     return f;
   }

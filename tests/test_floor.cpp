@@ -135,10 +135,15 @@ TEST(Floor, TreesHaveTheCopyFloorOnlyAndTheHostNone) {
   EXPECT_EQ(tree.compute_ms, 0);
   EXPECT_DOUBLE_EQ(tree.floor_ms, copy_ms(4.0 * 4e5 * 64, 25));
   EXPECT_NE(tree.note.find("copy floor only"), std::string::npos);
+  // A cpu-family version that used a GPU (its work handed to a brute-force engine) has the brute
+  // force floor: the devices used decide, not the family.
+  FloorInput handed = shape(1000, 1000, 8, 1, "cpu");
+  handed.rates = {rates(25, 26, 400, 1200)};
+  EXPECT_EQ(knn::compute_floor(handed).bound, knn::compute_floor(shape(1000, 1000, 8, 1, "gpu")).bound);
+  EXPECT_DOUBLE_EQ(knn::compute_floor(handed).floor_ms, knn::compute_floor(shape(1000, 1000, 8, 1, "gpu")).floor_ms);
   for (const std::string family : {"cpu", "peer", "tree"}) {
     FloorInput host = shape(1000, 1000, 8, 1, family);
-    if (family == "cpu") host.rates = {rates(25, 26, 400, 1200)};  // a cpu version never has one
-    else host.rates.clear();                                       // ran on no device
+    host.rates.clear();  // ran on no device
     const ResultFloor f = knn::compute_floor(host);
     EXPECT_TRUE(f.decided) << family;
     EXPECT_EQ(f.bound, FloorBound::none) << family;

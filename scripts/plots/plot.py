@@ -279,9 +279,9 @@ def case_floor(doc, cid, rs, bw):
     skipped), else the copy floor of floor_ms. Returns (ms, label) or (None, None)."""
     for r in rs:
         if r is not None and r.floor_ms:
-            return r.floor_ms, f"{r.floor_bound} floor ({r.floor_rate}, recorded)"
+            return r.floor_ms, f"{r.floor_bound} floor\n(recorded)"
     fl = floor_ms(doc.cases[cid], bw)
-    return (fl, "copy floor (n k 4 B ÷ H2D)") if fl else (None, None)
+    return (fl, "copy floor\n(n k 4 B ÷ H2D)") if fl else (None, None)
 
 
 # ---------------------------------------------------------------- figure helpers
@@ -523,11 +523,15 @@ def fig_vs_floor(doc, version, bw, bw_note):
         other = doc.best(cid, exclude=version)
         fl, floor_name = case_floor(doc, cid, [r, other], bw)
         recorded += bool(floor_name and floor_name.endswith("recorded)"))
+        # Each version's "× floor" against its own recorded floor (a tree's is the copy floor only, so
+        # it may sit below the brute-force floor drawn), else against the floor drawn.
         vals = [r.median if r else None, other.median if other else None, fl]
         ylim = value_axis(ax, [v for v in vals if v is not None])
-        floor_x = lambda t: f"\n{fmt_x(t / fl)} floor" if fl and t else ""
-        names = [version + (floor_x(r.median) if r else "\nnot run"),
-                 f"{other.version} (fastest other)" + floor_x(other.median) if other else "no other", floor_name or "no floor"]
+        def floor_x(res):
+            own = res.floor_ms or fl
+            return f"\n{fmt_x(res.median / own)} {'its' if res.floor_ms else 'the'} floor" if own and res.median else ""
+        names = [version + (floor_x(r) if r else "\nnot run"),
+                 f"{other.version}\n(fastest other)" + floor_x(other) if other else "no other", floor_name or "no floor"]
         note = [(f"{version} = {fmt_x(r.median / other.median)} {other.version}", "#5b2a86")] if r and other and r.median else []
         note_box(ax, note, doc.labels[cid], 1)
         if r is None:
