@@ -14,14 +14,8 @@ namespace {
 
 using json = nlohmann::json;
 
-// A value as a message shows it: its JSON, cut after 60 characters.
-std::string shown(const json& v) {
-  const std::string s = v.dump();
-  return s.size() <= 60 ? s : s.substr(0, 57) + "...";
-}
-
 void only(const json& obj, const std::string& where, std::initializer_list<const char*> known, const SchemaFail& fail) {
-  if (!obj.is_object()) fail(where, fmt::format("{}, expected an object", shown(obj)));
+  if (!obj.is_object()) fail(where, fmt::format("{}, expected an object", shown_json(obj)));
   refuse_unknown_fields(obj, where, known, fail);
 }
 
@@ -30,18 +24,18 @@ double positive(const json& obj, const char* key, const std::string& where, cons
   const auto it = obj.find(key);
   if (it == obj.end()) fail(where + "." + key, "missing");
   if (!it->is_number() || !std::isfinite(it->get<double>()) || !(it->get<double>() > 0))
-    fail(where + "." + key, fmt::format("{}, expected a finite number > 0", shown(*it)));
+    fail(where + "." + key, fmt::format("{}, expected a finite number > 0", shown_json(*it)));
   return it->get<double>();
 }
 
 // CPU numbers: an array of integers >= 0.
 std::vector<int> cpus_of(const json& v, const std::string& where, const SchemaFail& fail) {
   std::vector<int> out;
-  if (!v.is_array()) fail(where, fmt::format("{}, expected an array of CPU numbers", shown(v)));
+  if (!v.is_array()) fail(where, fmt::format("{}, expected an array of CPU numbers", shown_json(v)));
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json& x = v[i];
     if (!x.is_number_integer() || x.get<long long>() < 0 || x.get<long long>() > INT_MAX)
-      fail(fmt::format("{}[{}]", where, i), fmt::format("{}, expected a CPU number >= 0", shown(x)));
+      fail(fmt::format("{}[{}]", where, i), fmt::format("{}, expected a CPU number >= 0", shown_json(x)));
     out.push_back(int(x.get<long long>()));
   }
   return out;
@@ -49,11 +43,11 @@ std::vector<int> cpus_of(const json& v, const std::string& where, const SchemaFa
 
 // A short word written raw into tables: no control character, at most 64 characters.
 std::string word(const json& v, const std::string& where, const SchemaFail& fail) {
-  if (!v.is_string()) fail(where, fmt::format("{}, expected a string", shown(v)));
+  if (!v.is_string()) fail(where, fmt::format("{}, expected a string", shown_json(v)));
   const std::string s = v.get<std::string>();
   bool control = false;
   for (const char ch : s) control = control || static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
-  if (s.empty() || s.size() > 64 || control) fail(where, fmt::format("{}, expected a short text (no control character)", shown(v)));
+  if (s.empty() || s.size() > 64 || control) fail(where, fmt::format("{}, expected a short text (no control character)", shown_json(v)));
   return s;
 }
 
@@ -63,32 +57,37 @@ void read_facts(const json& f, const std::string& w, ResultHostFacts& out, const
   if (node == f.end()) fail(w + ".input_numa_node", "missing");
   out.input_numa_node = word(*node, w + ".input_numa_node", fail);
   if (out.input_numa_node != "unknown" && out.input_numa_node.find_first_not_of("0123456789,") != std::string::npos)
-    fail(w + ".input_numa_node", fmt::format("{}, expected node numbers (\"0\", \"0,1\") or \"unknown\"", shown(*node)));
+    fail(w + ".input_numa_node", fmt::format("{}, expected node numbers (\"0\", \"0,1\") or \"unknown\"", shown_json(*node)));
   if (const auto kb = f.find("input_anon_huge_kb"); kb != f.end() && !kb->is_null()) {
     if (!kb->is_number_integer() || kb->get<long long>() < 0)
-      fail(w + ".input_anon_huge_kb", fmt::format("{}, expected kB >= 0 or null (unreadable)", shown(*kb)));
+      fail(w + ".input_anon_huge_kb", fmt::format("{}, expected kB >= 0 or null (unreadable)", shown_json(*kb)));
     out.input_anon_huge_kb = kb->get<long long>();
   }
   if (const auto c = f.find("cpus"); c != f.end()) out.cpus = cpus_of(*c, w + ".cpus", fail);
   if (const auto mhz = f.find("cpu_mhz"); mhz != f.end() && !mhz->is_null()) {
     if (!mhz->is_number() || !std::isfinite(mhz->get<double>()) || !(mhz->get<double>() > 0))
-      fail(w + ".cpu_mhz", fmt::format("{}, expected MHz > 0 or null (unreadable)", shown(*mhz)));
+      fail(w + ".cpu_mhz", fmt::format("{}, expected MHz > 0 or null (unreadable)", shown_json(*mhz)));
     out.cpu_mhz = mhz->get<double>();
   }
   // Absent in files written before they were recorded, null where unreadable.
   if (const auto st = f.find("steal_pct"); st != f.end() && !st->is_null()) {
     if (!st->is_number() || !(st->get<double>() >= 0 && st->get<double>() <= 100))
-      fail(w + ".steal_pct", fmt::format("{}, expected a percentage 0-100 or null (unreadable)", shown(*st)));
+      fail(w + ".steal_pct", fmt::format("{}, expected a percentage 0-100 or null (unreadable)", shown_json(*st)));
     out.steal_pct = st->get<double>();
   }
   if (const auto sw = f.find("involuntary_switches"); sw != f.end() && !sw->is_null()) {
     if (!sw->is_number_integer() || sw->get<long long>() < 0)
-      fail(w + ".involuntary_switches", fmt::format("{}, expected a count >= 0 or null (unreadable)", shown(*sw)));
+      fail(w + ".involuntary_switches", fmt::format("{}, expected a count >= 0 or null (unreadable)", shown_json(*sw)));
     out.involuntary_switches = sw->get<long long>();
   }
 }
 
 }  // namespace
+
+std::string shown_json(const json& v) {
+  const std::string s = v.dump();
+  return s.size() <= 60 ? s : s.substr(0, 57) + "...";
+}
 
 void refuse_unknown_fields(const json& obj, const std::string& where, std::initializer_list<const char*> known, const SchemaFail& fail) {
   for (const auto& [key, value] : obj.items()) {
@@ -140,7 +139,7 @@ void check_host_facts(const json& doc, const std::string& file) {
   for (const char* key : {"numa_nodes", "transparent_hugepages", "cpufreq"})
     if (const auto t = it->find(key); t != it->end()) word(*t, std::string("host_facts.") + key, fail);
   if (const auto c = it->find("cpufreq"); c != it->end() && *c != "readable" && *c != "unreadable")
-    fail("host_facts.cpufreq", fmt::format("{}, expected readable or unreadable", shown(*c)));
+    fail("host_facts.cpufreq", fmt::format("{}, expected readable or unreadable", shown_json(*c)));
 }
 
 void read_host_facts(const json& doc, RunInfo& info) {

@@ -24,6 +24,8 @@ nlohmann::ordered_json host_facts_to_json(const HostFacts& f);
 using SchemaFail = std::function<void(const std::string& where, const std::string& what)>;
 // Refuses the first field of the object `obj` that is not in `known`: fail(where.KEY, "unknown field
 // (a knnbench result has here: ...)"). Every strict reader of a results file uses it.
+// A value as a reader's message shows it: its JSON, cut after 60 characters.
+std::string shown_json(const nlohmann::json& v);
 void refuse_unknown_fields(const nlohmann::json& obj, const std::string& where, std::initializer_list<const char*> known,
                            const SchemaFail& fail);
 void read_result_canary(const nlohmann::json& j, const std::string& where, Result& r, const SchemaFail& fail);

@@ -67,12 +67,6 @@ bool fits(const json& v, Kind k) {
   return false;
 }
 
-// A value as a message shows it: its JSON, cut after 60 characters.
-std::string shown(const json& v) {
-  const std::string s = v.dump();
-  return s.size() <= 60 ? s : s.substr(0, 57) + "...";
-}
-
 // `obj` (at `where`) holds only `fields`, each of its kind.
 void check_object(const std::string& file, const json& obj, const std::string& where, std::initializer_list<Field> fields) {
   if (!obj.is_object()) bad(file, where, fmt::format("expected an object, found {}", obj.type_name()));
@@ -86,7 +80,7 @@ void check_object(const std::string& file, const json& obj, const std::string& w
       for (const Field& x : fields) known += (known.empty() ? "" : ", ") + std::string(x.key);
       bad(file, at, fmt::format("unknown field (a knnbench results file has here: {})", known));
     }
-    if (!fits(value, f->kind)) bad(file, at, fmt::format("{}, expected {}", shown(value), expected(f->kind)));
+    if (!fits(value, f->kind)) bad(file, at, fmt::format("{}, expected {}", shown_json(value), expected(f->kind)));
   }
 }
 
