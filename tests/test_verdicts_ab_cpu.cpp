@@ -94,3 +94,48 @@ TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
   }
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
+
+// The same experiment with both settings in every process (`ab --paired`, 16 processes): a host
+// that is slow for a whole process slows both settings of it alike, so t7's 20 % must show as
+// SLOWER on each case of 1 ms or more. Where it does not and the per-process ratios B/A themselves
+// spread by more than 1.3x (the host changed speed within a process, between the two settings),
+// the test skips, naming the row.
+TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
+  double load = 0;
+  std::ifstream("/proc/loadavg") >> load;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  if (load > 1.5 * cores) GTEST_SKIP() << fmt::format("machine busy: load average {:.1f} on {} cores", load, cores);
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_verdicts_ab_paired_{}_{}", ::getpid(), std::random_device{}());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "matrix.json") << kMatrix;
+  const std::string json = (dir / "ab.json").string();
+  const auto r = knn::testing::run(KNN_TEST_BINARY, fmt::format("ab --paired --a-param t7.slowdown=0 --b-param t7.slowdown=20 --version t7 "
+                                                                "--config '{}' --processes 8 --min-time 0.1 --json '{}'",
+                                                                (dir / "matrix.json").string(), json));
+  ASSERT_TRUE(std::filesystem::exists(json)) << r.out;
+  const nlohmann::json report = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_TRUE(report["paired"].get<bool>()) << r.out;
+  std::vector<std::string> host_too_noisy;
+  int judged = 0;
+  for (const auto& row : report["rows"]) {
+    if (!row["a_median_ms"].is_number() || row["a_median_ms"].get<double>() < 1.0) continue;
+    ++judged;
+    const std::string verdict = row["verdict"].get<std::string>();
+    if (verdict == "SLOWER") continue;
+    const auto a = row["a"]["medians_ms"].get<std::vector<double>>(), b = row["b"]["medians_ms"].get<std::vector<double>>();
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) ratios.push_back(b[i] / a[i]);
+    const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+    const std::string what = fmt::format("t7 case {}: {} (B/A {:.3f}; per-process B/A {:.3f} to {:.3f})", row["case"].get<int>(), verdict,
+                                         row["ratio"].is_number() ? row["ratio"].get<double>() : 0.0, *lo, *hi);
+    if (*hi / *lo > 1.3) host_too_noisy.push_back(what);
+    else ADD_FAILURE() << what << ": 20 % more work not SLOWER with both settings in every process\n" << r.out;
+  }
+  EXPECT_GE(judged, 1) << "no t7 row of 1 ms or more: the test checks nothing\n" << r.out;
+  if (!::testing::Test::HasFailure() && !host_too_noisy.empty()) {
+    std::string why;
+    for (const auto& h : host_too_noisy) why += "\n  " + h;
+    GTEST_SKIP() << "this host changed speed within processes (per-process B/A spread > 1.3):" << why;
+  }
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+}
