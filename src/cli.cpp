@@ -196,7 +196,7 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_flag_callback("--no-canary", [&o] { o.measure.canary = false; },
                         "Do not read the host canary (a CPU loop and a memory probe, a few ms) before and after each result");
   app.add_flag_callback("--no-rates", [&o] { o.measure.rates = false; },
-                        "Do not measure each GPU's GEMM and copy rates at start-up (about 0.1 s per GPU): results then have no floor");
+                        "Do not measure each GPU's GEMM and copy rates at start-up (about 0.3 s per GPU): results then have no floor");
   app.add_flag("--strict-peers", o.measure.strict_peers,
                "Count a peer's wrong answer (status inexact: another library's exact kNN that failed validation) "
                "as a failure (exit 1); by default it is graded, shown with its wrong queries and recall, and "
