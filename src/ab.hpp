@@ -106,6 +106,11 @@ struct AbJudgement {
 // process counts cannot reach alpha; SAME otherwise.
 AbJudgement judge_ab(const AbSide& a, const AbSide& b, const CompareOptions& opts);
 
+// The verdict rule both designs share: too_few when the least p-value the process counts allow
+// (`least_p`) exceeds alpha; SLOWER or FASTER when B/A moved by more than opts.min_effect_pct and
+// opts.min_change_ms, p < alpha and the ratio's interval excludes 1; SAME otherwise.
+Verdict ab_verdict(const AbJudgement& j, double least_p, const CompareOptions& opts);
+
 // The paired design (ab_paired.cpp): a[i] and b[i] are the medians of one process, which ran both
 // parameter settings next to each other. The observation is each process's log(B/A): Wilcoxon's
 // signed-rank test (exact; zero differences left out, ties of |d| ranked in order) and the interval of

@@ -70,22 +70,10 @@ AbJudgement judge_paired(const AbSide& a, const AbSide& b, const CompareOptions&
   const double half = opts.alpha / 2;
   std::size_t k = 1;  // the largest k with P(W+ ≤ k − 1) ≤ alpha / 2
   while (k < walsh.size() / 2 && cdf[k] <= half) ++k;
-  const double est = walsh.size() % 2 ? walsh[walsh.size() / 2] : (walsh[walsh.size() / 2 - 1] + walsh[walsh.size() / 2]) / 2;
-  j.ratio = std::exp(est);
+  j.ratio = std::exp(median_of(walsh));
   j.ratio_interval = {std::exp(walsh[k - 1]), std::exp(walsh[walsh.size() - k]), j.ratio, 1 - 2 * cdf[k - 1]};
   j.p_value = signed_rank_p(d);
-  if (2 * cdf[0] > opts.alpha) {  // even n processes all one way cannot reach alpha
-    j.verdict = Verdict::too_few;
-    return j;
-  }
-  const bool big = std::abs(j.ratio - 1) * 100 > opts.min_effect_pct && std::abs(j.ratio - 1) * j.a_median_ms > opts.min_change_ms;
-  const bool significant = *j.p_value < opts.alpha;
-  if (big && significant && j.ratio > 1 && j.ratio_interval.low > 1)
-    j.verdict = Verdict::slower;
-  else if (big && significant && j.ratio < 1 && j.ratio_interval.high < 1)
-    j.verdict = Verdict::faster;
-  else
-    j.verdict = Verdict::same;
+  j.verdict = ab_verdict(j, 2 * cdf[0], opts);  // 2·P(W+ = 0): n processes all one way
   return j;
 }
 

@@ -164,19 +164,17 @@ AbJudgement judge_ab(const AbSide& a, const AbSide& b, const CompareOptions& opt
   const ShiftInterval li = shift_interval(ra, rb, 1 - opts.alpha);
   j.ratio_interval = {std::exp(li.low), std::exp(li.high), std::exp(li.estimate), li.coverage};
   j.p_value = mann_whitney_p(ra, rb);
-  if (mann_whitney_min_p(j.a_used, j.b_used) > opts.alpha) {
-    j.verdict = Verdict::too_few;
-    return j;
-  }
-  const bool big = std::abs(j.ratio - 1) * 100 > opts.min_effect_pct && std::abs(j.ratio - 1) * j.a_median_ms > opts.min_change_ms;
-  const bool significant = *j.p_value < opts.alpha;
-  if (big && significant && j.ratio > 1 && j.ratio_interval.low > 1)
-    j.verdict = Verdict::slower;
-  else if (big && significant && j.ratio < 1 && j.ratio_interval.high < 1)
-    j.verdict = Verdict::faster;
-  else
-    j.verdict = Verdict::same;
+  j.verdict = ab_verdict(j, mann_whitney_min_p(j.a_used, j.b_used), opts);
   return j;
+}
+
+Verdict ab_verdict(const AbJudgement& j, double least_p, const CompareOptions& opts) {
+  if (least_p > opts.alpha) return Verdict::too_few;
+  const bool big = std::abs(j.ratio - 1) * 100 > opts.min_effect_pct && std::abs(j.ratio - 1) * j.a_median_ms > opts.min_change_ms;
+  const bool significant = j.p_value && *j.p_value < opts.alpha;
+  if (big && significant && j.ratio > 1 && j.ratio_interval.low > 1) return Verdict::slower;
+  if (big && significant && j.ratio < 1 && j.ratio_interval.high < 1) return Verdict::faster;
+  return Verdict::same;
 }
 
 }  // namespace knn
