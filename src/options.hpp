@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "floor.hpp"  // DeviceRates
+
 // nlohmann 3.11 has no std::optional: null when empty.
 NLOHMANN_JSON_NAMESPACE_BEGIN
 template <class T>
@@ -70,13 +72,21 @@ struct RunOptions {
   // A case given by flags instead of a matrix (--k, --m, --n, --topk, --self-join, --distribution):
   // matrix field -> the flag's text (matrix.hpp, adhoc_matrix). Empty: the --config matrix.
   std::map<std::string, std::string> adhoc_case;
+  // An --isolate child's rates, measured once by its parent (which sets rates_given): the child
+  // records them as its own instead of measuring each GPU again (0.3 s per GPU per child).
+  bool rates_given = false;
+  std::vector<DeviceRates> given_rates;
+  std::string given_rates_note;
 };
 
 // Every field by name; from_json requires each one (a missing field throws), so a file from
 // another build is an error, not a silent default.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRates, sgemm_tflops, tf32_tflops, int8_tops, d2d_gbps, h2d_pinned_gbps, h2d_pageable_gbps,
+                                   d2h_pinned_gbps, d2h_pageable_gbps, ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
                                    strict_peers, validate_queries, dump_answers, kill_after_max_time, canary, rates)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, param_specs, ignore_matrix_params, devices, host_memory, seed,
-                                   measure, quiet, list, list_params, isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case)
+                                   measure, quiet, list, list_params, isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case,
+                                   rates_given, given_rates, given_rates_note)
 
 }  // namespace knn

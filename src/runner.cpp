@@ -278,11 +278,14 @@ int run_benchmark(const RunOptions& opts) {
   if (opts.isolate) remove_stale_isolate_files();
   install_signal_handlers();
   report.info().warmup_ms = warm_up_devices(env.devices);  // before any measurement, on every selected GPU at once
-  {  // then each GPU's rates, for the floors (rank 0 reports; the other ranks measure none)
-    RatesMeasurement rates = measure_device_rates(env.devices, opts.measure.rates && mpi_world().root(), report.info().device_note);
-    report.info().device_rates = std::move(rates.rates);
-    report.info().rates_note = std::move(rates.note);
-  }
+  // Then each GPU's rates, for the floors (rank 0 reports; the other ranks measure none). An
+  // --isolate child takes its parent's; the parent hands its own to every child.
+  RatesMeasurement rates = opts.rates_given ? RatesMeasurement{opts.given_rates, opts.given_rates_note}
+                                            : measure_device_rates(env.devices, opts.measure.rates && mpi_world().root(), report.info().device_note);
+  report.info().device_rates = rates.rates;
+  report.info().rates_note = rates.note;
+  RunOptions run_opts = opts;
+  if (opts.isolate) run_opts.rates_given = true, run_opts.given_rates = std::move(rates.rates), run_opts.given_rates_note = std::move(rates.note);
   report.begin();
   const HostInfo& host = report.info().host;
   if (mpi_world().root() && host_busy(host) && !opts.quiet && !opts.isolated_child)
@@ -291,7 +294,7 @@ int run_benchmark(const RunOptions& opts) {
 
   MeasureOptions measure = opts.measure;
   measure.kill_after_max_time = opts.isolated_child;  // an --isolate child ends itself when a call overruns
-  const Bench bench{opts, mx, env, measure, report};
+  const Bench bench{run_opts, mx, env, measure, report};
   for (const CasePlan& cp : plan.cases) {
     if (mpi_world().many() ? mpi_any(stop_requested()) : stop_requested()) break;
     run_case(cp, bench);

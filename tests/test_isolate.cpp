@@ -61,8 +61,12 @@ TEST(IsolateOptions, EveryFieldRoundTrips) {
   o.md_path = "a.md";
   o.csv_path = "a.csv";
   o.argv = {"knnbench", "--case", "3"};
+  o.rates_given = true;  // the parent's rates, handed to the child
+  o.given_rates = {knn::DeviceRates{50.5, 423, 1424, 2966, 54.9, 8.1, 54.9, 11.4, 302}};
+  o.given_rates_note = "measured by the parent";
 
   EXPECT_EQ(fields(round_trip(o)), fields(o));
+  EXPECT_DOUBLE_EQ(round_trip(o).given_rates.at(0).int8_tops, 1424);
   RunOptions no_seed = o;
   no_seed.seed.reset();
   EXPECT_FALSE(round_trip(no_seed).seed.has_value());
@@ -113,6 +117,8 @@ TEST(IsolateOptions, AChildRunsExactlyOneCaseAndVersionIntoItsOwnFile) {
   o.seed = 5;
   o.measure.min_samples = 9;
   o.param_specs = {"v3.leaf=32,64", "v1.other=1"};
+  o.rates_given = true;
+  o.given_rates = {knn::DeviceRates{50, 400, 1400, 3000, 55, 8, 55, 11, 300}};
   knn::VersionDesc v3;
   v3.id = "v3";
   v3.params = {knn::ParamDecl::integer("leaf", 256, 1, 8192, "leaf size"), knn::ParamDecl::mode("path", "a path")};
@@ -130,6 +136,10 @@ TEST(IsolateOptions, AChildRunsExactlyOneCaseAndVersionIntoItsOwnFile) {
   EXPECT_TRUE(c.isolated_child);
   EXPECT_EQ(c.seed, o.seed);
   EXPECT_EQ(c.measure.min_samples, 9);
+  // The parent's rates reach the child, which records them instead of measuring again.
+  EXPECT_TRUE(c.rates_given);
+  ASSERT_EQ(c.given_rates.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.given_rates[0].tf32_tflops, 400);
 }
 
 TEST(IsolateOptions, AnUnreadableOptionsFileNamesTheFile) {
