@@ -285,6 +285,7 @@ int run_ab(const AbOptions& opts) {
     const auto given = [&](const char* flag) { return std::find(common.begin(), common.end(), flag) != common.end(); };
     if (!given("--max-noise")) common.insert(common.end(), {"--max-noise", "0"});
     if (!given("--min-time")) common.insert(common.end(), {"--min-time", "0.25"});
+    if (!given("--no-rates")) common.push_back("--no-rates");  // floors are not compared: spare each process the GPUs' rates
     AbReport rep;
     rep.side_a = sides[0].describe();
     rep.side_b = sides[1].describe();

@@ -310,6 +310,25 @@ TEST(AbCommand, PairedRunsBothSettingsInEveryProcess) {
   EXPECT_NE(odd.out.find("side B sets the parameters side A sets"), std::string::npos) << odd.out;
 }
 
+// Each process is a short run without the GPUs' rates (ab compares no floors), unless told otherwise.
+TEST(AbCommand, ProcessesRunWithoutRatesAndShort) {
+  const std::string args_file = knn::testing::tmp_path("ab-args");
+  std::filesystem::remove(args_file);
+  const std::string recording = script("ab-record", fmt::format("[ \"$1\" = -V ] || echo \"$@\" >> '{}'\nexec '{}' \"$@\"\n", args_file,
+                                                                KNN_TEST_BINARY));
+  const auto r = ab(fmt::format("--b {} {}", recording, kTiny));
+  EXPECT_TRUE(r.code == 0 || r.code == 1) << r.out;
+  std::ifstream in(args_file);
+  std::string line;
+  int processes = 0;
+  while (std::getline(in, line)) {
+    ++processes;
+    EXPECT_NE(line.find("--no-rates"), std::string::npos) << line;
+    EXPECT_NE(line.find("--max-noise 0"), std::string::npos) << line;
+  }
+  EXPECT_EQ(processes, 2) << r.out;  // side B's two processes
+}
+
 // SIGTERM to ab during round 2 (side B's process sends it to its parent): ab stops after that process,
 // drops its round, writes the report of the round done and exits 143, as a run does.
 TEST(AbCommand, ASignalStopsTheExperimentAndTheRoundsDoneAreReported) {
