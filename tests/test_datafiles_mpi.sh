@@ -12,7 +12,7 @@
 set -uo pipefail
 bin=$1
 command -v mpirun >/dev/null || { echo "mpirun not found: skipped, not run"; exit 77; }
-ldd "$bin" | grep -q libmpi || { echo "knnbench built without MPI: skipped, not run"; exit 77; }
+ldd "$bin" | grep libmpi >/dev/null || { echo "knnbench built without MPI: skipped, not run"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1

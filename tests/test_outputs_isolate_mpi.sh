@@ -5,7 +5,7 @@
 set -uo pipefail
 bin=$1
 command -v mpirun >/dev/null || { echo "mpirun not found: skipped, not run"; exit 77; }
-ldd "$bin" | grep -q libmpi || { echo "knnbench built without MPI: skipped, not run"; exit 77; }
+ldd "$bin" | grep libmpi >/dev/null || { echo "knnbench built without MPI: skipped, not run"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 launch=(mpirun --oversubscribe -np 2)

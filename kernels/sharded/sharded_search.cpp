@@ -212,37 +212,38 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
     agree(failure, rank, ranks, comm);
     wait_ms += ms_since(t1);
   }
-  for (int b = 0; b < ranks; ++b) {
-    const Shard block = block_of(b);
-    if (block.size == 0) continue;  // fewer queries (or points) than ranks: every rank skips the same blocks
-    Entry* rows = partial.data() + std::size_t(block.first) * topk;
-    if (p.self_join) {  // block b is rank b's shard: rank b sends it, every rank searches it
-      auto t0 = clock::now();
-      visiting.resize(std::size_t(block.size) * p.dim);
-      float* points = b == rank ? const_cast<float*>(p.references) : visiting.data();
-      MPI_Bcast(points, block.size * p.dim, MPI_FLOAT, b, comm);
-      merge_ms += ms_since(t0);
-      t0 = clock::now();
-      partial.resize(std::size_t(block.size) * topk);
-      rows = partial.data();
-      std::optional<std::string> failure;
-      try {  // its own shard is a self-join of the shard; any other is a plain search
-        search_rows(piece(p, block.size, mine.size, points, p.references, b == rank), mine.first, search, rows);
-      } catch (const std::exception& e) {
-        failure = e.what();
-      }
-      local_ms += ms_since(t0);
-      t0 = clock::now();
-      agree(failure, rank, ranks, comm);
-      wait_ms += ms_since(t0);
-    }
+  std::vector<int> counts(ranks), offsets(ranks);
+  for (int r = 0; r < ranks; ++r) counts[r] = block_of(r).size, offsets[r] = block_of(r).first;
+  if (!p.self_join) {  // every block's merge at once, each on its owner: one reduce-scatter
     const auto t0 = clock::now();
-    MPI_Reduce(rows, b == rank ? owned.data() : nullptr, block.size, row.type, merge.op, b, comm);
+    MPI_Reduce_scatter(partial.data(), owned.data(), counts.data(), row.type, merge.op, comm);
+    merge_ms += ms_since(t0);
+  }
+  for (int b = 0; p.self_join && b < ranks; ++b) {  // block b is rank b's shard: rank b sends it, every rank searches it
+    const Shard block = block_of(b);
+    if (block.size == 0) continue;  // fewer points than ranks: every rank skips the same blocks
+    auto t0 = clock::now();
+    visiting.resize(std::size_t(block.size) * p.dim);
+    float* points = b == rank ? const_cast<float*>(p.references) : visiting.data();
+    MPI_Bcast(points, block.size * p.dim, MPI_FLOAT, b, comm);
+    merge_ms += ms_since(t0);
+    t0 = clock::now();
+    partial.resize(std::size_t(block.size) * topk);
+    std::optional<std::string> failure;
+    try {  // its own shard is a self-join of the shard; any other is a plain search
+      search_rows(piece(p, block.size, mine.size, points, p.references, b == rank), mine.first, search, partial.data());
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    local_ms += ms_since(t0);
+    t0 = clock::now();
+    agree(failure, rank, ranks, comm);
+    wait_ms += ms_since(t0);
+    t0 = clock::now();
+    MPI_Reduce(partial.data(), b == rank ? owned.data() : nullptr, block.size, row.type, merge.op, b, comm);
     merge_ms += ms_since(t0);
   }
   const auto t0 = clock::now();
-  std::vector<int> counts(ranks), offsets(ranks);
-  for (int r = 0; r < ranks; ++r) counts[r] = block_of(r).size, offsets[r] = block_of(r).first;
   std::vector<Entry> answer(rank == 0 ? p.result_slots() : 0);
   MPI_Gatherv(owned.data(), owned_block.size, row.type, answer.data(), counts.data(), offsets.data(), row.type, 0, comm);
   if (rank == 0) unpack(answer.data(), answer.size(), out);
@@ -256,9 +257,9 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
   if (rank != 0) return;
   const auto on_cpu = std::count_if(ranks_said.begin(), ranks_said.end(), [](const std::string& t) { return t.rfind("CPU, ", 0) == 0; });
   ctx.path = fmt::format("{} ranks ({} on a GPU, {} on the CPU), rank 0 with {}; {}partial top-{} lists merged per query block on "
-                         "its owner (MPI_Reduce, merge operator), answer gathered on rank 0 (MPI_Gatherv)",
+                         "its owner ({}, merge operator), answer gathered on rank 0 (MPI_Gatherv)",
                          ranks, ranks - on_cpu, on_cpu, engine, p.self_join ? "self-join: each shard broadcast in turn as a query block; " : "",
-                         topk);
+                         topk, p.self_join ? "MPI_Reduce after each block's search" : "every block at once: MPI_Reduce_scatter");
   for (int r = 0; r < int(ranks_said.size()); ++r) ctx.path += fmt::format("; rank {}: {}", r, ranks_said[r]);
 }
 #else
