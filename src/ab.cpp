@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // The flags that belong to ab itself; every other flag of the subcommand is a run flag, passed on.
-const std::set<std::string> kOwnFlags = {"--a", "--b", "--a-param", "--b-param", "--processes", "--paired", "--threshold",
+const std::set<std::string> kOwnFlags = {"--a", "--b", "--a-param", "--b-param", "--processes", "--paired", "--no-interleave", "--threshold",
                                          "--min-change", "--alpha", "--json", "--md", "--help"};
 // A run's flags that make no sense for one process of an experiment (ab writes its own results).
 const char* const kDroppedRunFlags[] = {"--json", "--md", "--csv", "--list", "--params", "--quiet", "--dump-answers"};
@@ -203,6 +203,7 @@ struct Collector {
       AbSide& s = side == 'A' ? row.a : row.b;
       s.medians_ms.push_back(r.stats.median);
       s.rounds.push_back(round);
+      s.interleaved_samples.push_back(r.interleaved ? r.samples_ms : std::vector<double>{});
       s.hosts.push_back({r.canary.cpu_ms(), r.canary.mem_gbps(), r.host_facts.input_numa_node, r.host_facts.input_anon_huge_kb,
                          r.host_facts.cpus.empty() ? "" : cpu_list(r.host_facts.cpus), r.host_facts.cpu_mhz,
                          r.host_facts.steal_pct, r.host_facts.involuntary_switches});
@@ -229,7 +230,12 @@ CLI::App* add_ab_subcommand(CLI::App& app, AbOptions& o) {
   sub->add_flag("--paired", o.paired,
                 "Parameter sides only: every process runs both settings, next to each other for each (case, version),\n"
                 "and the verdict is on each process's B/A (signed-rank test): a host that is slow for a whole process\n"
-                "slows both alike. 2 x --processes processes, the settings' order alternating");
+                "slows both alike. 2 x --processes processes, the settings' order alternating. Each process interleaves\n"
+                "the two settings' calls (--interleave: A B B A ... in one sampling loop) and its B/A is the median of\n"
+                "its neighbouring samples' ratios, so a host that changes speed within the process slows both alike too");
+  sub->add_flag("--no-interleave", o.no_interleave,
+                "With --paired: each process times one setting's calls as one block, then the other's, and its B/A is\n"
+                "the ratio of its two medians");
   sub->add_option("--threshold", o.rule.min_effect_pct, "Minimum effect: a change of the ratio under PCT percent is SAME")->capture_default_str();
   sub->add_option("--min-change", o.rule.min_change_ms, "Minimum absolute effect in ms (0 turns it off)")->capture_default_str();
   sub->add_option("--alpha", o.rule.alpha, "Significance level of the rank test; the ratio's interval is at 1 - alpha")->capture_default_str();
@@ -286,6 +292,11 @@ int run_ab(const AbOptions& opts) {
     if (!given("--max-noise")) common.insert(common.end(), {"--max-noise", "0"});
     if (!given("--min-time")) common.insert(common.end(), {"--min-time", "0.25"});
     if (!given("--no-rates")) common.push_back("--no-rates");  // floors are not compared: spare each process the GPUs' rates
+    if (!opts.paired && (given("--interleave") || opts.no_interleave))
+      throw ConfigError(fmt::format("{}: without --paired each process runs one side, with nothing to interleave; give --paired",
+                                    opts.no_interleave ? "--no-interleave" : "--interleave"));
+    if (opts.no_interleave && given("--interleave")) throw ConfigError("--interleave with --no-interleave: give one or the other");
+    if (opts.paired && !opts.no_interleave && !given("--interleave")) common.push_back("--interleave");  // A B B A ... in one loop
     AbReport rep;
     rep.side_a = sides[0].describe();
     rep.side_b = sides[1].describe();

@@ -73,6 +73,9 @@ struct AbSide {
   std::vector<double> medians_ms;
   std::vector<int> rounds;
   std::vector<AbHost> hosts;  // one per median, or none
+  // Under --paired, each process's samples when its result was interleaved (--interleave), else
+  // empty; one per median, or none.
+  std::vector<std::vector<double>> interleaved_samples;
 };
 
 // Whether a bimodal side's slow mode goes with what its processes recorded of the host: the canary
@@ -92,6 +95,10 @@ struct AbJudgement {
   bool within_modes = false;  // a side is bimodal: judged within modes (aligned), below
   int a_used = 0, b_used = 0; // processes that entered the test (a mode with no twin on the other side is left out)
   Verdict verdict = Verdict::unknown;
+  // The paired design: each process's B/A, the observations of the test, and whether every one of
+  // them came from interleaved samples (paired_sample_ratio) rather than the ratio of the medians.
+  std::vector<double> process_ratios;
+  bool ratios_of_samples = false;
 };
 
 // The verdict on one (case, version). Modes are found on each side (find_modes). With one mode on
@@ -117,6 +124,11 @@ Verdict ab_verdict(const AbJudgement& j, double least_p, const CompareOptions& o
 // the Walsh averages at 1 − alpha; the estimate is their median (Hodges-Lehmann). The same rules of
 // effect, significance and interval as judge_ab; too_few when n processes all one way cannot reach alpha.
 AbJudgement judge_paired(const AbSide& a, const AbSide& b, const CompareOptions& opts);
+// The same test on given per-process ratios B/A (`ratios`, one per process of a and b).
+AbJudgement judge_paired_ratios(const AbSide& a, const AbSide& b, const std::vector<double>& ratios, const CompareOptions& opts);
+// One process's B/A from interleaved samples (a[i] and b[i] ran next to each other): the median of
+// b[i] / a[i] over the pairs; NaN when the counts differ or there are none.
+double paired_sample_ratio(const std::vector<double>& a, const std::vector<double>& b);
 // Two-sided p of the signed-rank test on the differences d.
 double signed_rank_p(const std::vector<double>& d);
 
@@ -127,6 +139,7 @@ struct AbOptions {
   std::vector<std::string> params_a, params_b;  // --a-param, --b-param: "v15.tc=off"
   int processes = 8;                          // per side
   bool paired = false;                        // --paired: both settings in each process (2 x processes of them)
+  bool no_interleave = false;                 // --paired --no-interleave: each setting's calls as one block
   CompareOptions rule;                        // --threshold, --min-change, --alpha
   std::string json_path, markdown_path;
   std::vector<std::string> run_args;          // passed to every process (selection, measurement)

@@ -184,6 +184,10 @@ std::string format_ab(const AbReport& rep, bool md) {
       "SAME otherwise. interval: of B/A (Moses, from the pairwise ratios of processes). A bimodal side (two levels of processes, "
       "docs/measurement.md) is judged within modes.\n",
       o.min_effect_pct, o.min_change_ms, o.alpha);
+  if (rep.paired)
+    out += "Paired: each process's B/A is the median of its interleaved samples' ratios B_i/A_i (neighbouring calls), or the ratio of "
+           "its two medians where its settings were not interleaved (--no-interleave); the test is the signed-rank test on these ratios, "
+           "the interval that of their Walsh averages.\n";
   out += fmt::format("\n{} SLOWER verdict{}: exit code {}.\n", rep.slower(), rep.slower() == 1 ? "" : "s", rep.exit_code());
   return out;
 }
@@ -217,6 +221,10 @@ nlohmann::ordered_json ab_to_json(const AbReport& rep) {
     row["a_modes_explained"] = explain_modes(r.a, x.a_modes, rep.rule.min_effect_pct);
     row["b_modes_explained"] = explain_modes(r.b, x.b_modes, rep.rule.min_effect_pct);
     row["processes_used"] = {x.a_used, x.b_used};
+    if (rep.paired) {  // the observations of the signed-rank test, one per process
+      row["process_ratios"] = x.process_ratios;
+      row["process_ratio_of"] = x.ratios_of_samples ? "interleaved samples" : "medians";
+    }
     row["verdict"] = to_string(x.verdict);
     j["rows"].push_back(row);
   }

@@ -231,6 +231,11 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_flag("--isolate", o.isolate,
                "Run each (case, version) in its own child process: a crash, a GPU fault or a call over --max-time is recorded "
                "as a failure and the run goes on");
+  app.add_flag("--interleave", o.interleave,
+               "With a sweep of one parameter over two values (--param V.NAME=X,Y): time each version's two settings in one "
+               "sampling loop, their samples alternating X Y Y X X Y ... after a warm-up of both, so that a change of the "
+               "host's speed within the run reaches both alike; each setting keeps its own result, marked interleaved. Not "
+               "with --isolate, --resample or under mpirun (`knnbench ab --paired` uses it)");
 }
 
 int cli_main(int argc, char** argv) {

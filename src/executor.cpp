@@ -4,7 +4,10 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "devices.hpp"
+#include "interleave.hpp"
 #include "isolate.hpp"
 #include "measure.hpp"
 #include "sharded_case.hpp"
@@ -47,20 +50,48 @@ class InProcess final : public Executor {
     Result r = data_.result_for(item);
     const std::optional<std::string> why = why_skipped(v, data_.problem, env);
     const Reference* reference = nullptr;
-    try {
-      if (!why) reference = data_.reference(progress);
-    } catch (const std::bad_alloc&) {
-      progress.start(data_.c, item.label());
-      mark_skipped(r, skip_reason::out_of_host_memory("computing the validation reference", data_.input_bytes, double(usable_host_memory())));
+    const std::optional<std::string> no_room = fetch_reference(!why, progress, reference);
+    progress.start(data_.c, item.label());
+    if (no_room) {
+      mark_skipped(r, *no_room);
       return r;
     }
-    progress.start(data_.c, item.label());
     measure_unless_skipped(v, data_.problem, env, measure_, why, reference, r);
     if (v.gpus != GpuNeed::none) trim_device_pools(env_.devices);
     return r;
   }
 
+  std::vector<Result> run_pair(const PlanItem& a, const PlanItem& b, Progress& progress) override {
+    const VersionDesc& v = *a.version;
+    const Environment env_a = with_params(env_, a), env_b = with_params(env_, b);
+    Result ra = data_.result_for(a), rb = data_.result_for(b);
+    const std::optional<std::string> why_a = why_skipped(v, data_.problem, env_a), why_b = why_skipped(v, data_.problem, env_b);
+    const Reference* reference = nullptr;
+    const std::optional<std::string> no_room = fetch_reference(!why_a || !why_b, progress, reference);
+    progress.start(data_.c, a.label());
+    progress.start(data_.c, fmt::format("{} interleaved with {}", b.label(), a.label()));
+    if (no_room) {
+      mark_skipped(ra, *no_room);
+      mark_skipped(rb, *no_room);
+    } else {
+      measure_pair_unless_skipped(v, data_.problem, env_a, env_b, measure_, why_a, why_b, reference, ra, rb);
+    }
+    if (v.gpus != GpuNeed::none) trim_device_pools(env_.devices);
+    return {std::move(ra), std::move(rb)};
+  }
+
  private:
+  // The case's validation reference when `needed`, computed for the first version that runs; the
+  // skip reason when it does not fit in host memory.
+  std::optional<std::string> fetch_reference(bool needed, Progress& progress, const Reference*& reference) {
+    try {
+      if (needed) reference = data_.reference(progress);
+    } catch (const std::bad_alloc&) {
+      return skip_reason::out_of_host_memory("computing the validation reference", data_.input_bytes, double(usable_host_memory()));
+    }
+    return std::nullopt;
+  }
+
   PreparedCase& data_;
   const MeasureOptions& measure_;
   const Environment& env_;

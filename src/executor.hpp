@@ -4,6 +4,7 @@
 // prepare_case made it and returns the version's Result, skips and failures included; the runner
 // hands it to the reporters. Measuring is measure.hpp's, the verdict grade.hpp's.
 #include <memory>
+#include <vector>
 
 #include "core/environment.hpp"
 #include "core/registry.hpp"
@@ -21,6 +22,10 @@ class Executor {
   // once, before the version's own work (after a step of the case it needs first, such as the
   // validation reference), and returns its result.
   virtual Result run(const PlanItem& item, Progress& progress) = 0;
+  // --interleave: the two settings of one version (interleave.hpp) in one sampling loop, calling
+  // progress.start for each; their results in the items' order. In this process only; the other ways
+  // (refused with --interleave) and a case whose versions all skip run the two in turn.
+  virtual std::vector<Result> run_pair(const PlanItem& a, const PlanItem& b, Progress& progress) { return {run(a, progress), run(b, progress)}; }
   // Whether the runner ends the case between two versions on an interrupt (SIGINT, SIGTERM).
   // Sharded ranks stop together inside the measurement instead; skips have nothing to stop.
   virtual bool stops_between_versions() const { return true; }

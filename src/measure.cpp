@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "canary.hpp"
+#include "measure_calls.hpp"
 #include "clocks.hpp"
 #include "core/errors.hpp"
 #include "devices.hpp"
@@ -28,28 +29,7 @@
 namespace knn {
 namespace {
 
-double elapsed_ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-std::atomic<int> g_calls_made{0};
-
 long long now_ns() { return std::chrono::steady_clock::now().time_since_epoch().count(); }
-
-void clear_samples(Result& r) {
-  r.samples_ms.clear();
-  r.phase_samples_ms.clear();
-  r.device_phase_samples_ms.clear();
-}
-
-void add_note(Result& r, const std::string& note) { r.note += (r.note.empty() ? "" : "; ") + note; }
-
-// The devices a GPU version uses: the first selected one, or all of them.
-std::vector<DeviceInfo> devices_of(const VersionDesc& desc, const Environment& env) {
-  if (desc.gpus == GpuNeed::none || env.devices.empty()) return {};
-  if (desc.gpus == GpuNeed::one) return {env.devices.front()};
-  return env.devices;
-}
 
 }  // namespace
 
@@ -140,8 +120,6 @@ void Watchdog::watch() {
   }
 }
 
-int calls_made_now() { return g_calls_made.load(std::memory_order_relaxed); }
-
 void name_version(Result& r, const VersionDesc& desc) {
   r.version = desc.id;
   r.title = desc.title;
@@ -156,7 +134,7 @@ void mark_skipped(Result& r, std::string reason) {
 
 std::optional<Answer> measure(const VersionDesc& desc, const Problem& p, const Environment& env, const MeasureOptions& opts, Result& r,
                               MeasureRecord* record) {
-  g_calls_made.store(0, std::memory_order_relaxed);
+  reset_calls_made();
   MeasureRecord local;
   MeasureRecord& rec = record ? *record : local;
   rec = MeasureRecord{};
@@ -164,55 +142,17 @@ std::optional<Answer> measure(const VersionDesc& desc, const Problem& p, const E
   // times drive the stopping rule, and an interrupt on one stops all.
   const bool lockstep = desc.shards_references && mpi_world().many();
   const auto stopping = [&] { return lockstep ? mpi_any(stop_requested()) : stop_requested(); };
-
-  const std::size_t slots = p.result_slots();
-  // The answers land where the inputs live: pinned when the run is pinned (downloads at full speed).
-  Answer answer{HostArray(slots, env.host_memory), HostArray(slots, env.host_memory)};
-  const Span<std::int32_t> indices{answer.indices.as<std::int32_t>(), slots};
-  const Span<float> distances{answer.distances.data(), slots};
-  TimingSink sink;
   std::optional<Watchdog> watchdog;
   if (opts.kill_after_max_time) watchdog.emplace(desc.id, opts.max_time_s);
-
-  // One sample: `batch` fresh instances, made and outputs poisoned first, untimed; then timed, all
-  // builds (trees), then all queries. Every time kept is per call: the batch's divided by `batch`.
-  // Returns the batch's wall time (ms).
-  auto call = [&](bool keep, int batch) {
-    std::fill(indices.begin(), indices.end(), -1);
-    std::fill(distances.begin(), distances.end(), std::numeric_limits<float>::quiet_NaN());
-    sink.clear();
-    RunContext ctx{sink, env, {}, {}};
-    std::vector<decltype(desc.make())> instances;
-    for (int i = 0; i < batch; ++i) instances.push_back(desc.make());
-    const auto t0 = std::chrono::steady_clock::now();
-    if (watchdog) watchdog->call_started();
-    for (auto& instance : instances) instance->build(p, ctx);
-    const auto t1 = std::chrono::steady_clock::now();
-    for (auto& instance : instances) instance->query(p, Neighbors{indices.data(), distances.data()}, ctx);
-    const auto t2 = std::chrono::steady_clock::now();
-    if (watchdog) watchdog->call_finished();
-    const double total = lockstep ? mpi_root_value(elapsed_ms(t0, t2)) : elapsed_ms(t0, t2), per = 1.0 / batch;
-    g_calls_made.fetch_add(1, std::memory_order_relaxed);
-    if (keep) {
-      r.samples_ms.push_back(total * per);
-      if (desc.has_build) r.phase_samples_ms["build"].push_back(elapsed_ms(t0, t1) * per);
-      r.phase_samples_ms["query"].push_back(elapsed_ms(t1, t2) * per);
-      for (const auto& [name, ms] : sink.phases())
-        if (name != "build" && name != "query") r.phase_samples_ms[name].push_back(ms * per);
-      for (const auto& [dev, phases] : sink.device_phases())
-        for (const auto& [name, ms] : phases) r.device_phase_samples_ms[dev][name].push_back(ms * per);
-    }
-    r.path = ctx.path;
-    r.params_chosen = ctx.chosen;
-    r.devices_used = ctx.devices_used;
-    return total;
-  };
+  VersionCalls calls(desc, p, env, r, lockstep, watchdog ? &*watchdog : nullptr);
+  const auto call = [&](bool keep, int batch) { return calls.call(keep, batch); };
 
   const std::vector<DeviceInfo> gpus = devices_of(desc, env);
+  bool measured = false;
   try {
     const double max_ms = opts.max_time_s * 1e3;
     const double target = opts.max_noise_pct / 100;
-    bool measured = false, settled = false;
+    bool settled = false;
     double fastest = std::numeric_limits<double>::infinity();
     double warm_ms = 0;  // warm-up shares the --max-time budget: a huge --warmup cannot run forever
     for (int w = 0; w < opts.warmup && !stopping() && warm_ms <= max_ms; ++w) {
@@ -243,23 +183,12 @@ std::optional<Answer> measure(const VersionDesc& desc, const Problem& p, const E
           }
           const double ms = call(true, rec.calls_per_sample);
           total += ms;
-          if (!settled) {
-            // A first call is often slower (cold caches, page faults) than the calls after it: until a
-            // batch spans kMinSampleMs, size it again from its own time per call and drop it.
-            const int batch = calls_per_sample(ms / rec.calls_per_sample);
-            settled = batch <= rec.calls_per_sample || ++rec.calibration_batches > kMaxCalibrationBatches;
-            if (!settled) {
-              rec.calibration_calls += rec.calls_per_sample;
-              rec.calls_per_sample = batch;
-              clear_samples(r);
-              total = 0;
-              continue;
-            }
+          if (!settled && !(settled = batch_settled(ms, rec))) {
+            clear_samples(r);
+            total = 0;
+            continue;
           }
-          const int n = int(r.samples_ms.size());
-          const bool enough = n >= opts.min_samples && total >= opts.min_time_s * 1e3;
-          if (enough && (target <= 0 || relative_median_noise(r.samples_ms) <= target)) break;
-          if (n >= opts.max_samples || total + ms > max_ms) break;
+          if (targets_met(r.samples_ms, total, opts) || limit_reached(r.samples_ms.size(), total, ms, opts)) break;
         }
       };
       attempt();
@@ -296,29 +225,12 @@ std::optional<Answer> measure(const VersionDesc& desc, const Problem& p, const E
         add_note(r, fmt::format("{} samples: --max-time {} s reached", r.samples_ms.size(), opts.max_time_s));
     }
     for (std::size_t i = 0; i < gpus.size(); ++i) rec.clocks[i].after = read_clock(gpus[i]);
-    rec.noise = relative_median_noise(r.samples_ms);
-    rec.noise_target_missed = !measured && !rec.interrupted && target > 0 && !(rec.noise <= target);
-  } catch (const OutOfMemoryError& e) {
-    mark_skipped(r, e.what());
-    return std::nullopt;
-  } catch (const std::bad_alloc&) {
-    const double inputs = 4.0 * double(p.self_join ? 0 : std::size_t(p.m) * p.dim) + 4.0 * double(std::size_t(p.n) * p.dim);
-    mark_skipped(r, skip_reason::out_of_host_memory("during the calls", inputs + 8.0 * double(p.result_slots()), double(usable_host_memory())));
-    return std::nullopt;
-  } catch (const std::exception& e) {
-    r.status = Status::fail;
-    r.reason = std::string("error: ") + e.what();
+  } catch (...) {
+    record_exception(r, p);  // a skip (out of memory) or a failure
     return std::nullopt;
   }
-  copy_record(rec, r);
-  if (rec.interrupted) {  // not a measurement: no time, whatever was sampled before the stop
-    mark_skipped(r, skip_reason::interrupted(r.samples_ms.size()));
-    return std::nullopt;
-  }
-  add_unaccounted_phase(r);
-  r.stats = summarize(r.samples_ms);
-  describe_record(rec, opts, r);
-  return answer;
+  if (!finish_measurement(rec, opts, measured, r)) return std::nullopt;
+  return std::move(calls.answer());
 }
 
 void grade_answer(Result& r, const Answer& answer, const Problem& p, const Reference* reference, const MeasureOptions& opts) {
@@ -345,7 +257,7 @@ void measure_unless_skipped(const VersionDesc& desc, const Problem& p, const Env
                             const std::optional<std::string>& why, const Reference* reference, Result& r, MeasureRecord* record) {
   r.host_memory = env.host_memory;
   if (why) return mark_skipped(r, *why);
-  CanaryProbe canary(opts.canary, env.host_memory, {{p.queries, p.query_floats() * sizeof(float)}, {p.references, p.reference_floats() * sizeof(float)}});
+  CanaryProbe canary = input_canary(opts, env, p);
   if (std::optional<Answer> answer = measure(desc, p, env, opts, r, record)) grade_answer(r, *answer, p, reference, opts);
   canary.finish(r.canary, r.host_facts);
 }

@@ -66,6 +66,7 @@ struct RunOptions {
   bool list = false;
   bool list_params = false;  // --list --params
   bool isolate = false;         // run each (case, version) in a child process
+  bool interleave = false;      // a version's two settings in one sampling loop, alternating (interleave.hpp)
   bool isolated_child = false;  // this process is such a child: no screen output
   std::string json_path, md_path, csv_path;
   std::vector<std::string> argv;
@@ -86,7 +87,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRates, sgemm_tflops, tf32_tflops, int8_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
                                    strict_peers, validate_queries, dump_answers, kill_after_max_time, canary, rates)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, param_specs, ignore_matrix_params, devices, host_memory, seed,
-                                   measure, quiet, list, list_params, isolate, isolated_child, json_path, md_path, csv_path, argv, adhoc_case,
+                                   measure, quiet, list, list_params, isolate, interleave, isolated_child, json_path, md_path, csv_path, argv, adhoc_case,
                                    rates_given, given_rates, given_rates_note)
 
 }  // namespace knn

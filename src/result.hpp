@@ -57,6 +57,9 @@ struct Result {
   int calls_per_sample = 1;        // calls timed together per sample, for calls near the timer's resolution
   bool noise_target_missed = false;  // sampling stopped (time or sample limit) before the noise target
   bool interrupted = false;          // cut short by an interrupt: not a measurement
+  // --interleave (interleave.hpp): its samples alternated, one by one, with those of the result of
+  // the same case and version in the other setting of its swept parameter (sample i beside sample i).
+  bool interleaved = false;
   ResultClocks clocks;
   ResultCanary canary;         // the host's speed before and after (canary.hpp); not recorded under --no-canary
   ResultHostFacts host_facts;  // where the inputs lay, the CPUs and their frequency, with the canary

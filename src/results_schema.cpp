@@ -106,6 +106,7 @@ json result_to_json(const Result& r) {
   j["stats"] = stats_json(r);
   j["noise_target_missed"] = r.noise_target_missed;
   j["interrupted"] = r.interrupted;
+  if (r.interleaved) j["interleaved"] = true;  // --interleave only: older readers never see it
   j["clocks"] = clocks_json(r.clocks);
   if (r.canary.recorded()) j["canary"] = canary_to_json(r.canary);  // results_schema_canary.cpp
   if (r.host_facts.recorded()) j["host_facts"] = result_host_facts_to_json(r.host_facts);

@@ -2,7 +2,8 @@
 // (results_schema_read.cpp): stats.samples is the length of samples_ms; every stat derived from
 // the samples (median, min, max, mean, stdev, noise, the median's interval and noise) is what they
 // give; a fail says why; a pass has a finite, non-negative median from at least one sample; an inexact result is a
-// peer's failed answer; no (case, version) appears twice. A file that breaks one is corrupt or
+// peer's failed answer; no (case, version) appears twice; an interleaved result has the one partner
+// it ran beside, with as many samples. A file that breaks one is corrupt or
 // edited, and comparing it would print nonsense with exit 0: the reader refuses it, naming the
 // file, the result and the field.
 #include <fmt/format.h>
@@ -63,6 +64,27 @@ void check_times(const std::string& label, const Result& r) {
     bad(label, "stats.median_ms", fmt::format("{}, outside [min_ms {}, max_ms {}]", s.median, s.min, s.max));
 }
 
+// --interleave: an interleaved result ran in one loop with exactly one other of its case and version
+// (the other setting), sample beside sample: as many samples each.
+void check_interleaved_pairs(const std::vector<std::string>& labels, const std::vector<Result>& results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const Result& r = results[i];
+    if (!r.interleaved) continue;
+    std::vector<std::size_t> partners;
+    for (std::size_t k = 0; k < results.size(); ++k)
+      if (k != i && results[k].interleaved && results[k].problem_case.id == r.problem_case.id && results[k].version == r.version)
+        partners.push_back(k);
+    if (partners.size() != 1)
+      bad(labels.at(i), "interleaved", fmt::format("true, but {} other interleaved results of case {} with {} (expected the one other "
+                                                   "setting it ran beside)", partners.size(), r.problem_case.id, r.version));
+    const Result& other = results[partners[0]];
+    if (other.samples_ms.size() != r.samples_ms.size())
+      bad(labels.at(i), "interleaved", fmt::format("true, but its {} samples and the {} of {} ({}) do not pair one by one",
+                                                   r.samples_ms.size(), other.samples_ms.size(), other.label(),
+                                                   same_file(labels.at(partners[0]), labels.at(i))));
+  }
+}
+
 }  // namespace
 
 // Relative 1e-9: the writer's stats and the reader's are computed alike from the same doubles (JSON
@@ -108,6 +130,7 @@ void check_results_agree(const std::vector<std::string>& labels, const std::vect
       bad(label, "version", fmt::format("case {} with {} again (already {}): a results file holds each (case, version, parameters) once",
                                         r.problem_case.id, r.label(), same_file(labels.at(it->second), label)));
   }
+  check_interleaved_pairs(labels, results);
 }
 
 }  // namespace knn

@@ -316,7 +316,7 @@ std::map<std::string, std::vector<double>> read_phases(const Fields& f, const js
 Result read_result(const Fields& f, const json& j, const std::string& w) {
   f.only(j, w, {"case", "version", "title", "family", "status", "reason", "path", "note", "devices_used", "host_memory", "validation", "samples_ms",
                 "calls_per_sample", "stats", "noise_target_missed", "interrupted", "clocks", "phases", "device_phases", "params",
-                "params_set", "params_chosen", "canary", "host_facts", "floor"});
+                "params_set", "params_chosen", "canary", "host_facts", "floor", "interleaved"});
   Result r;
   read_case(f, f.need(j, "case", w), w + ".case", r);
   r.version = f.need_string(j, "version", w);
@@ -349,6 +349,7 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   if (r.calls_per_sample < 1) f.fail(w + ".calls_per_sample", fmt::format("{}, expected an integer >= 1", r.calls_per_sample));
   r.noise_target_missed = f.opt_bool(j, "noise_target_missed", w);
   r.interrupted = f.opt_bool(j, "interrupted", w);
+  r.interleaved = f.opt_bool(j, "interleaved", w);  // --interleave; its partner is checked with the others (results_schema_check.cpp)
   if (const json* c = f.maybe(j, "clocks", w)) r.clocks = read_clocks(f, *c, w + ".clocks");
   if (const json* d = f.maybe(j, "devices_used", w)) {
     if (!d->is_array()) f.fail(w + ".devices_used", fmt::format("expected an array, found {}", d->type_name()));

@@ -21,6 +21,7 @@
 #include "devices.hpp"
 #include "executor.hpp"
 #include "host_memory.hpp"
+#include "interleave.hpp"
 #include "interrupt.hpp"
 #include "isolate.hpp"
 #include "mpi_env.hpp"
@@ -183,9 +184,15 @@ void run_versions(const CasePlan& cp, Way way, const Bench& b) {
   if (items.empty()) return;  // nor is the case's data made for nothing
   const std::unique_ptr<PreparedCase> data = prepare_case(b.mx, cp, way, b.env, b.measure, b.report);
   const std::unique_ptr<Executor> executor = make_executor(way, *data, b.opts, b.measure, b.env);
-  for (const PlanItem* item : items) {
+  std::vector<std::vector<const PlanItem*>> groups;  // --interleave: a version's two settings together
+  if (b.opts.interleave) groups = interleave_groups(items);
+  else
+    for (const PlanItem* item : items) groups.push_back({item});
+  for (const std::vector<const PlanItem*>& group : groups) {
     if (executor->stops_between_versions() && stop_requested()) break;
-    b.report.finish(executor->run(*item, b.report));
+    if (group.size() == 1) b.report.finish(executor->run(*group[0], b.report));
+    else
+      for (Result& r : executor->run_pair(*group[0], *group[1], b.report)) b.report.finish(std::move(r));
   }
 }
 
@@ -267,6 +274,7 @@ int run_benchmark(const RunOptions& opts) {
     for (Case& c : cases) c.param_specs.clear();  // an --isolate child: its --param is the variant
   const Plan plan = make_plan(cases, select_versions(opts.version_specs),
                               PlanChoices{opts.seed, opts.measure.validate_queries, opts.isolate, mpi_world().many(), opts.param_specs, mx.file});
+  if (opts.interleave) refuse_what_interleave_cannot_do(opts, plan);
   check_outputs(opts, mx, plan);
   if (mpi_world().root() && !opts.isolated_child) fmt::print(stderr, "{}", set_aside_warning(cases, mx.file));
 

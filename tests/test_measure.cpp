@@ -13,17 +13,14 @@
 #include "measure.hpp"
 #include "omp_env.hpp"
 #include "skip_reasons.hpp"
+#include "spin.hpp"
 #include "sysinfo.hpp"
 
 using namespace knn;
 
 namespace {
 
-void spin_ms(double ms) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::milli>(ms);
-  while (std::chrono::steady_clock::now() < end) {
-  }
-}
+using knn::testing::spin_ms;
 
 // A version whose i-th call (counting every call, warm-up included) spins durations[i % size] ms
 // and reports `phase_share` of that as a "kernel" phase when it is > 0.
