@@ -80,7 +80,7 @@ double VersionCalls::call(bool keep, int batch) {
     for (const auto& [dev, phases] : sink_.device_phases())
       for (const auto& [name, ms] : phases) r_.device_phase_samples_ms[dev][name].push_back(ms * per);
   }
-  r_.path = ctx.path;
+  r_.path = resolve_path(ctx);
   r_.params_chosen = ctx.chosen;
   r_.devices_used = ctx.devices_used;
   return total;

@@ -36,6 +36,7 @@ std::vector<ParamDecl> engine_params() {
       P::integer("min_groups", 0, 0, 1 << 20,
                  "the fewest 4-row groups a thread scans in its split; 0: the rule (4 at topk 1, 16 otherwise, more for few queries' heaps)",
                  "KNN_V15_MIN_GROUPS"),
+      P::flag("one_stream", true, "with one chunk of references, the search on the copy stream (off: a second stream, as with several chunks)"),
       P::flag("merge_runs", true, "the merge's reduction passes over runs for fewer queries than SMs (off: each query's keys sorted at once)",
               "KNN_V15_MERGE_RUNS"),
   };
@@ -49,6 +50,7 @@ EngineSettings settings_from(const ParamValues& v) {
   s.collect_queries = v.text("collect_queries") == "auto" ? 0 : int(v.integer("collect_queries"));
   s.collect_scores = v.mode("collect_scores"), s.collect_tc = v.mode("collect_tc"), s.collect_balance = v.mode("collect_balance");
   s.ramp = v.on("ramp"), s.taper = v.on("taper"), s.min_groups = int(v.integer("min_groups")), s.merge_runs = v.on("merge_runs");
+  s.one_stream = v.on("one_stream");
   return s;
 }
 

@@ -37,6 +37,7 @@
 #include "kernels/bruteforce/detail/filters/fp32_filter.cuh"
 #include "kernels/bruteforce/detail/scan/fused_scan.cuh"
 #include "kernels/bruteforce/engine.hpp"
+#include "kernels/bruteforce/detail/scan/scan_path.hpp"
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 #include "kernels/bruteforce/detail/seed/scan_seed_device.hpp"
 #include "kernels/bruteforce/detail/seed/seed_collect_device.hpp"
@@ -181,8 +182,12 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const int blocks = tc.chosen ? tc.blocks_per_chunk() : plan.blocks_per_chunk();
   const int block_threads = tc.chosen ? gpu::kTcBlock : gpu::kScanBlock;
 
-  // The copy stream uploads, merges and downloads; the search stream runs the chunk kernels.
-  cuda::Stream copy, search;
+  // The copy stream uploads, merges and downloads; the search stream runs the chunk kernels. With
+  // one chunk nothing overlaps (the search waits for the whole copy), so the search runs on the
+  // copy stream and no call pays the two streams' waits on each other (v15.one_stream).
+  const bool one_stream = s.one_stream && chunk_rows.size() == 2;
+  cuda::Stream copy, second;
+  const cudaStream_t search = one_stream ? copy.get() : second.get();
   cuda::StreamBuffer<float> references(padded_rows(p.n) * p.dim, copy);
   cuda::StreamBuffer<float> own_queries(p.self_join ? 0 : p.query_floats(), copy);
   cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), copy);
@@ -301,6 +306,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
         gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
         gpu::chunks_text(chunk_rows, p.dim, s.ramp), gpu::filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
+    if (one_stream) ctx.path += "; one stream (one chunk)";
     return;
   }
   if (f32.chosen) {
@@ -314,27 +320,21 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
         plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, s.ramp), gpu::filter_lists_text(p.topk), tc.why);
+    if (one_stream) ctx.path += "; one stream (one chunk)";
     return;
   }
   if (collector) {
     ctx.path = collector->path(p.dim) + fmt::format("; seeded: each query's bound from the {} rows around it in Morton order", seed.window);
     return;
   }
-  ctx.path = fmt::format(
-      "{}, {} ({} quer{} per thread); blocks of {} = {} query x {} row threads, {} query group{} x {} split{} x {}; "
-      "{} partial list{} per query{}",
-      compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), list_name(list),
-      plan.queries_per_thread, plan.queries_per_thread == 1 ? "y" : "ies", gpu::kScanBlock, plan.query_threads,
-      plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s",
-      gpu::chunks_text(chunk_rows, p.dim, s.ramp), partials, partials == 1 ? "" : "s",
-      list == List::one ? " merged by atomicMin" : merge ? " merged by " + merger->describe() + (s.merge_runs ? "" : " (merge_runs=off)")
-                                 : std::string(" written in place"));
-  ctx.path += seed.chosen ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
-                                        "queries scanned in that order; candidate buffers not taken: {}", seed.window, collect.why)
-                          : "; seed not taken: " + seed.why;
-  if (p.values.known) ctx.path += fmt::format("; exact int8 path not taken: {}", int8.why);
-  if (p.values.known && p.topk <= gpu::kFilterMaxTopk)
-    ctx.path += fmt::format("; tensor-core filter not taken: {}; fp32 filter not taken: {}", tc.why, f32.why);
+  // Formatted after the call (RunContext::path_later; scan_path.hpp).
+  gpu::ScanPathFacts f{p.dim, compiled_dim(p.dim), list_name(list), plan, s.ramp, partials,
+                       list == List::one ? std::string(" merged by atomicMin")
+                       : merge ? " merged by " + merger->describe() + (s.merge_runs ? "" : " (merge_runs=off)")
+                               : std::string(" written in place"),
+                       one_stream, seed.chosen, seed.window, seed.why, collect.why, p.values.known,
+                       p.topk <= gpu::kFilterMaxTopk, int8.why, tc.why, f32.why};
+  ctx.path_later = [f = std::move(f)] { return gpu::scan_path_text(f); };
 }
 
 std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {

@@ -30,7 +30,7 @@ void v18_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       knn::RunContext engine{engine_phases, one, {}, {}};  // one.params: v18's values of the engine's parameters
       knn::gpu::fused_topk_search(sub, part, engine);
       ctx.chosen = engine.chosen;
-      if (engine_path.empty()) engine_path = engine.path;
+      if (engine_path.empty()) engine_path = knn::resolve_path(engine);
     };
     const auto detail = [&] {  // this rank's engine: its phases and path
       std::string phases;

@@ -30,7 +30,20 @@ struct RunContext {
   // For each `auto` parameter, the choice its rule made on this problem ("int8" -> "on"): recorded
   // in the result beside the parameters' values.
   std::map<std::string, std::string> chosen;
+  // A path that costs time to format (v15's runs to hundreds of characters, several µs, which the
+  // smallest calls would otherwise time) may be left here instead of in `path`; whoever reads the
+  // path after the call formats it then (resolve_path).
+  std::function<std::string()> path_later;
 };
+
+// The call's path: `path_later` formatted (once) if the version left one, else `path`.
+inline const std::string& resolve_path(RunContext& ctx) {
+  if (ctx.path_later) {
+    ctx.path = ctx.path_later();
+    ctx.path_later = nullptr;
+  }
+  return ctx.path;
+}
 
 // One instance per timed call: build() constructs the index (trees only), query() answers.
 class VersionInstance {
