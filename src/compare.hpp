@@ -62,7 +62,7 @@ int run_compare(const CompareOptions& opts);
 
 // too_few: the U test cannot reach alpha with these sample counts (prints "too few samples");
 // unknown: no time or no raw samples to judge (prints "????"). host_drift: SLOWER or FASTER by the
-// rule, but the pair depends on the host and the files' host canaries moved the same way by more
+// rule, but the pair depends on the host and the files' host canaries differ (either way) by more
 // than --threshold (compare_canary.cpp): not counted as a regression.
 enum class Verdict { same, faster, slower, too_few, unknown, host_drift };
 const char* to_string(Verdict v);

@@ -166,10 +166,14 @@ TEST(CompareCanary, CanariesWithinTheThresholdOrAbsentLeaveTheVerdicts) {
   }
 }
 
-TEST(CompareCanary, AHostThatGotFasterDoesNotExplainASlowerResult) {
+// A host that got faster does not make a slower host-bound result a verdict either: the canary
+// cannot tell which way a many-threaded result's host moved. GPU results keep theirs.
+TEST(CompareCanary, AHostThatGotFasterStillLeavesHostResultsToAb) {
   const auto [a, b] = twin_files(1, 0.5);
   const knn::CompareReport rep = knn::compare_documents(a, b, knn::CompareOptions{});
-  for (const auto& p : rep.pairs) EXPECT_EQ(p.verdict, Verdict::slower) << p.version << " case " << p.case_id;
+  for (const auto& p : rep.pairs)
+    EXPECT_EQ(p.verdict, p.version == "v0" ? Verdict::host_drift : Verdict::slower) << p.version << " case " << p.case_id;
+  EXPECT_EQ(rep.slower, 2);
 }
 
 TEST(CompareCanary, DependsOnHost) {

@@ -32,7 +32,7 @@ struct EngineSettings {
   bool ramp = true, taper = true;          // the scan's chunks: growing first ones, a halved last one
   int min_groups = 0;                      // the fewest row groups a thread scans in its split; 0 the rule
   bool merge_runs = true;                  // the merge's reduction passes
-  bool one_stream = true;                  // one chunk: the search on the copy stream
+  bool one_stream = false;                 // one chunk: the search on the copy stream
 };
 
 // The declarations of the engine's parameters (v15's, and v18's, which runs the engine on each rank).

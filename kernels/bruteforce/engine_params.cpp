@@ -36,7 +36,7 @@ std::vector<ParamDecl> engine_params() {
       P::integer("min_groups", 0, 0, 1 << 20,
                  "the fewest 4-row groups a thread scans in its split; 0: the rule (4 at topk 1, 16 otherwise, more for few queries' heaps)",
                  "KNN_V15_MIN_GROUPS"),
-      P::flag("one_stream", true, "with one chunk of references, the search on the copy stream (off: a second stream, as with several chunks)"),
+      P::flag("one_stream", false, "with one chunk of references, the search on the copy stream (off, the default: a second stream, as with several chunks)"),
       P::flag("merge_runs", true, "the merge's reduction passes over runs for fewer queries than SMs (off: each query's keys sorted at once)",
               "KNN_V15_MERGE_RUNS"),
   };
