@@ -135,40 +135,47 @@ pid_t dead_pid() {
 
 }  // namespace
 
-// The bookkeeping of 1000 results (header, a journal line fdatasync'd per result, the whole file at
-// the end) stays linear: under 2 s in all, where rewriting the file after every result took 7.5 s.
-// The best of three runs is kept: a neighbour's disk or CPU load can stall one run, while quadratic
-// bookkeeping would be over the bound every time.
-TEST(Journal, AThousandResultsAreBookedInUnderTwoSeconds) {
-  const fs::path file = scratch("thousand.json");
-  double best = 1e9;
-  for (int attempt = 0; attempt < 3 && best >= 2.0; ++attempt) {
-    knn::RunInfo info;
-    info.started_utc = "2026-01-01T00:00:0" + std::to_string(attempt) + "Z";
-    std::vector<knn::Result> all;
-    auto reporter = knn::make_json_reporter(file.string());
-    const auto t0 = std::chrono::steady_clock::now();
-    reporter->begin(info);
-    for (int i = 0; i < 1000; ++i) {
-      all.push_back(pass_result(i, "v0"));
-      reporter->result(info, all);
-      if (i == 9) {  // a reader sees the first ten while the run goes on
-        const auto doc = knn::read_results_file(file.string());
-        EXPECT_EQ(doc.results.size(), 10u);
-        EXPECT_FALSE(doc.info.complete);
-      }
+// The bookkeeping of n results (header, a journal line fdatasync'd per result, the whole file at
+// the end) stays linear: 1000 results take at most 8x the time of 250 (linear: 4x; rewriting the
+// file after every result, as it once did, is quadratic: 16x, and took 7.5 s for 1000). The best of
+// three runs of each size is kept: a neighbour's disk or CPU load can stall one run. The bound is on
+// the ratio, not on seconds, so a slow disk does not fail it; 60 s for 1000 only catches a hang.
+static double book(int n, int attempt) {
+  const fs::path file = scratch(fmt::format("book{}.json", n));
+  knn::RunInfo info;
+  info.started_utc = "2026-01-01T00:00:0" + std::to_string(attempt) + "Z";
+  std::vector<knn::Result> all;
+  auto reporter = knn::make_json_reporter(file.string());
+  const auto t0 = std::chrono::steady_clock::now();
+  reporter->begin(info);
+  for (int i = 0; i < n; ++i) {
+    all.push_back(pass_result(i, "v0"));
+    reporter->result(info, all);
+    if (i == 9) {  // a reader sees the first ten while the run goes on
+      const auto doc = knn::read_results_file(file.string());
+      EXPECT_EQ(doc.results.size(), 10u);
+      EXPECT_FALSE(doc.info.complete);
     }
-    info.complete = true;
-    reporter->end(info, all);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    fmt::print("bookkeeping of 1000 results: {:.3f} s\n", s);
-    best = std::min(best, s);
-    EXPECT_FALSE(fs::exists(knn::journal_path(file.string()))) << "the journal stays after the final write";
-    const auto doc = knn::read_results_file(file.string());
-    EXPECT_EQ(doc.results.size(), 1000u);
-    EXPECT_TRUE(doc.info.complete);
   }
-  EXPECT_LT(best, 2.0);
+  info.complete = true;
+  reporter->end(info, all);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(fs::exists(knn::journal_path(file.string()))) << "the journal stays after the final write";
+  const auto doc = knn::read_results_file(file.string());
+  EXPECT_EQ(doc.results.size(), std::size_t(n));
+  EXPECT_TRUE(doc.info.complete);
+  return s;
+}
+
+TEST(Journal, BookkeepingStaysLinearInTheResults) {
+  double small = 1e9, large = 1e9;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    small = std::min(small, book(250, attempt));
+    large = std::min(large, book(1000, attempt));
+  }
+  fmt::print("bookkeeping: 250 results {:.3f} s, 1000 results {:.3f} s ({:.1f}x)\n", small, large, large / small);
+  EXPECT_LT(large / small, 8.0) << "1000 results took " << large << " s, 250 took " << small << " s";
+  EXPECT_LT(large, 60.0);
 }
 
 // End to end: 1000 cases of a version of trivial cost, the whole run (measurement included).

@@ -11,11 +11,7 @@
 # Usage: test_datafiles_mpi.sh KNNBENCH SOURCE_DIR. Skips (77) without mpirun or an MPI build.
 set -uo pipefail
 bin=$1
-command -v mpirun >/dev/null || { echo "mpirun not found: skipped, not run"; exit 77; }
-ldd "$bin" | grep libmpi >/dev/null || { echo "knnbench built without MPI: skipped, not run"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1
+source "$(dirname "$0")/mpi/preamble.sh"
 fast=(--warmup 0 --min-samples 1 --max-samples 2 --min-time 0 --max-noise 0 --quiet)
 # Under a sanitizer build, leak detection off: Open MPI's own allocations that live until exit read
 # as leaks and turn a clean exit into 23 (knnbench's own code is checked by the other tests).

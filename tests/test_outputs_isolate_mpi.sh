@@ -4,13 +4,9 @@
 # Usage: test_outputs_isolate_mpi.sh KNNBENCH SOURCE_DIR. Skips (77) without mpirun or an MPI build.
 set -uo pipefail
 bin=$1
-command -v mpirun >/dev/null || { echo "mpirun not found: skipped, not run"; exit 77; }
-ldd "$bin" | grep libmpi >/dev/null || { echo "knnbench built without MPI: skipped, not run"; exit 77; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+source "$(dirname "$0")/mpi/preamble.sh"
 launch=(mpirun --oversubscribe -np 2)
 [ "$(id -u)" = 0 ] && launch+=(--allow-run-as-root)
-export OMPI_MCA_btl_vader_single_copy_mechanism=none CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1
 timeout 60 "${launch[@]}" "$bin" --isolate --version v0 --k 4 --m 8 --n 64 --warmup 0 --min-samples 1 --min-time 0 --max-noise 0 \
   --json "$work/r.json" >"$work/log" 2>&1
 rc=$?
