@@ -21,6 +21,7 @@
 
 #include "core/errors.hpp"
 #include "datafile.hpp"
+#include "file_bytes.hpp"
 #include "test_support.hpp"
 
 #if KNN_HAVE_HDF5
@@ -36,16 +37,9 @@ struct Dir : knn::testing::TempFolder {
   Dir() : TempFolder("knn_realdata") {}
 };
 
-void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
-
-void write_gz(const std::string& path, const std::string& bytes) {
-  gzFile g = gzopen(path.c_str(), "wb");
-  ASSERT_NE(g, nullptr);
-  ASSERT_EQ(gzwrite(g, bytes.data(), unsigned(bytes.size())), int(bytes.size()));
-  gzclose(g);
-}
-
-std::string be32(std::uint32_t x) { return {char(x >> 24), char(x >> 16), char(x >> 8), char(x)}; }
+using knn::testing::be32;
+using knn::testing::write;
+using knn::testing::write_gz;
 
 // An IDX file: magic 0 0 type ndims, big-endian sizes, then the elements.
 std::string idx(unsigned type, const std::vector<std::uint32_t>& dims, const std::string& data) {

@@ -21,6 +21,7 @@
 #include "core/errors.hpp"
 #include "core/problem.hpp"
 #include "datafile.hpp"
+#include "file_bytes.hpp"
 #include "test_support.hpp"
 
 #if KNN_HAVE_HDF5
@@ -37,15 +38,11 @@ struct Dir : knn::testing::TempFolder {
   Dir() : TempFolder("knn_shard_reads") {}
 };
 
-void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
-void write_gz(const std::string& path, const std::string& bytes) {
-  gzFile g = gzopen(path.c_str(), "wb");
-  gzwrite(g, bytes.data(), unsigned(bytes.size()));
-  gzclose(g);
-}
 std::string raw(const std::vector<float>& v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4); }
 std::string le32(std::uint32_t x) { return {char(x), char(x >> 8), char(x >> 16), char(x >> 24)}; }
-std::string be32(std::uint32_t x) { return {char(x >> 24), char(x >> 16), char(x >> 8), char(x)}; }
+using knn::testing::be32;
+using knn::testing::write;
+using knn::testing::write_gz;
 
 std::string npy(std::size_t rows, std::size_t cols, const std::vector<float>& v) {
   std::string h = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", rows, cols);
