@@ -77,6 +77,8 @@ struct V15Case {
   int expect_gate_tc = -1;  // the gate's choice: 1 the tensor cores, 0 the CUDA cores, -1 either
   // v15.collect_balance ("" leaves the default).
   std::string collect_balance = "";
+  // v15.one_stream ("" leaves the default: off).
+  std::string one_stream = "";
   std::string name() const {
     return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
@@ -87,7 +89,8 @@ struct V15Case {
                        shared_lists.empty() ? std::string() : "_shared" + shared_lists,
                        seed.empty() ? std::string() : "_seed" + seed,
                        collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores)) +
-           (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance);
+           (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance) +
+           (one_stream.empty() ? "" : "_one" + one_stream);
   }
 };
 
@@ -529,7 +532,7 @@ std::string check_against_v0(const V15Case& c) {
        {std::pair<const char*, const std::string&>{"tc", c.tc}, {"fp32_filter", c.f32}, {"fp32_queries", c.f32_queries},
         {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
         {"collect", c.collect}, {"collect_queries", c.collect_queries}, {"collect_scores", c.collect_scores},
-        {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}})
+        {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}, {"one_stream", c.one_stream}})
     if (!value.empty()) set[name] = value;
   if (set["int8"].empty()) set.erase("int8");
   env.params = params_for("v15", set);
@@ -601,6 +604,8 @@ std::string check_against_v0(const V15Case& c) {
     if (c.expect_collect && c.self_join && c.dist == Distribution::integers && c.integer_max <= 3)
       EXPECT_EQ(ctx.path.find(" 0 buffers cut back"), std::string::npos) << ctx.path;
   }
+  if (c.one_stream == "on" && ctx.path.find(" x 1 chunk (") != std::string::npos)
+    EXPECT_NE(ctx.path.find("copy and search on one stream"), std::string::npos) << c.name() << ": " << ctx.path;
   const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
                            : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
@@ -642,6 +647,20 @@ std::string check_against_v0(const V15Case& c) {
   return ctx.path;
 }
 
+// v15.one_stream=on: every one-chunk shape of the lists above that is no larger than 65 537 rows
+// (the scan's register lists, heaps, merges, self-joins, n = 1, ties), the seed's and the
+// buffers', with the search on the copy stream; the answers must not change.
+std::vector<V15Case> one_stream_cases() {
+  std::vector<V15Case> out;
+  for (auto list : {v15_cases(), seed_cases(), collect_cases()})
+    for (V15Case c : list)
+      if (c.n <= 65537 && std::size_t(c.n) * c.dim <= (std::size_t(1) << 20)) {
+        c.one_stream = "on";
+        out.push_back(c);
+      }
+  return out;
+}
+
 class GpuV15 : public ::testing::TestWithParam<V15Case> {};
 
 TEST_P(GpuV15, MatchesV0) {
@@ -664,6 +683,8 @@ INSTANTIATE_TEST_SUITE_P(GpuFilterTopk, GpuV15, ::testing::ValuesIn(topk_filter_
 INSTANTIATE_TEST_SUITE_P(GpuSeed, GpuV15, ::testing::ValuesIn(seed_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuCollect, GpuV15, ::testing::ValuesIn(collect_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuOneStream, GpuV15, ::testing::ValuesIn(one_stream_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 
 // Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
@@ -997,6 +1018,8 @@ TEST(V15EngineSettings, ComeFromTheParameters) {
   EXPECT_EQ(d.collect_queries, 0);
   EXPECT_EQ(d.min_groups, 0);
   EXPECT_TRUE(d.ramp && d.taper && d.merge_runs && d.shared_lists);
+  EXPECT_FALSE(d.one_stream);
+  EXPECT_TRUE(gpu::settings_from(ParamValues("v15", decls, {{"one_stream", "on"}})).one_stream);
   const gpu::EngineSettings s = gpu::settings_from(ParamValues(
       "v15", decls,
       {{"int8", "off"}, {"tc", "on"}, {"tc_split", "off"}, {"shared_lists", "off"}, {"fp32_filter", "on"}, {"fp32_queries", "4"},

@@ -306,8 +306,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         p.dim, tc.slices, tc.split ? "split-TF32 (hi + lo, 3 products)" : "TF32", tc.slices == 1 ? "" : "s", tc.center, tc.band, tc.half_span, exact_count,
         double(exact_count) / p.m, 100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kTcBlock, gpu::kTcWarps,
         gpu::kTcWarpQueries, gpu::kTcStageRows, tc.query_groups, tc.query_groups == 1 ? "" : "s", tc.splits, tc.splits == 1 ? "" : "s",
-        gpu::chunks_text(chunk_rows, p.dim, s.ramp), gpu::filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
-    if (one_stream) ctx.path += "; one stream (one chunk)";
+        gpu::chunks_text(chunk_rows, p.dim, s.ramp, one_stream), gpu::filter_lists_text(p.topk) + (a.tc_shared_lists ? " (in shared memory during each chunk)" : ""));
     return;
   }
   if (f32.chosen) {
@@ -320,8 +319,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
-        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, s.ramp), gpu::filter_lists_text(p.topk), tc.why);
-    if (one_stream) ctx.path += "; one stream (one chunk)";
+        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, s.ramp, one_stream), gpu::filter_lists_text(p.topk), tc.why);
     return;
   }
   if (collector) {

@@ -34,9 +34,8 @@ inline std::string scan_path_text(const ScanPathFacts& f) {
       "{} partial list{} per query{}",
       f.compiled ? fmt::format("k={} compiled in", f.dim) : std::string("k at run time"), f.list, plan.queries_per_thread,
       plan.queries_per_thread == 1 ? "y" : "ies", kScanBlock, plan.query_threads, plan.ref_threads, plan.query_groups,
-      plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s", chunks_text(plan.chunk_rows, f.dim, f.ramp),
+      plan.query_groups == 1 ? "" : "s", plan.splits, plan.splits == 1 ? "" : "s", chunks_text(plan.chunk_rows, f.dim, f.ramp, f.one_stream),
       f.partials, f.partials == 1 ? "" : "s", f.merge);
-  if (f.one_stream) path += "; one stream (one chunk)";
   path += f.seeded ? fmt::format("; seeded: each query's bound from the {} rows around it in Morton order, "
                                  "queries scanned in that order; candidate buffers not taken: {}", f.seed_window, f.collect_why)
                    : "; seed not taken: " + f.seed_why;

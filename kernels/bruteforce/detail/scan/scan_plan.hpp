@@ -175,14 +175,16 @@ inline std::vector<long long> merge_passes(int m, long long per_query, int topk,
 }
 
 // "N chunks of a, b, ... MiB (copy on one stream, search on another)" for v15's path (`ramp`: the
-// ramp was asked for; without it the text names ramp=off).
-inline std::string chunks_text(const std::vector<int>& rows, int dim, bool ramp) {
+// ramp was asked for; without it the text names ramp=off; `one_stream`: v15.one_stream took one chunk's
+// search onto the copy stream).
+inline std::string chunks_text(const std::vector<int>& rows, int dim, bool ramp, bool one_stream = false) {
   const int chunks = int(rows.size()) - 1;
   std::string sizes;
   for (int c = 0; c < chunks && chunks > 1; ++c)
     sizes += fmt::format("{}{:.3g}", c ? ", " : " of ", double(rows[c + 1] - rows[c]) * dim * 4 / (1 << 20));
-  return fmt::format("{} chunk{}{} (copy on one stream, search on another{})", chunks, chunks == 1 ? "" : "s",
-                     sizes.empty() ? "" : sizes + " MiB", ramp ? "" : "; ramp=off");
+  return fmt::format("{} chunk{}{} ({}{})", chunks, chunks == 1 ? "" : "s", sizes.empty() ? "" : sizes + " MiB",
+                     one_stream ? "copy and search on one stream: one_stream=on" : "copy on one stream, search on another",
+                     ramp ? "" : "; ramp=off");
 }
 
 }  // namespace knn::gpu
