@@ -32,12 +32,14 @@
 #              references, default 10) on cases 8-11 at 0 % and at that %, then compare
 #                                                    -> integrity/slowed-{0,N}.*, compare-slowed.txt
 #   ab         knnbench ab's experiments (docs/measurement.md), AB_PROCESSES per side (default 8), the parts
-#              AB_PARTS (default "same-gpu same-cpu slowed paired runs"):
+#              AB_PARTS (default "same-gpu same-cpu same-cpu-large slowed paired runs"):
 #              same-gpu  the same binary as A and B, the default matrix's cases 0-11, the GPU versions
 #                        AB_GPU_VERSIONS (default v1-v9,v14,v15,v17)                      -> ab/same-gpu.*
 #              same-cpu  the same for the CPU versions AB_CPU_VERSIONS (default v0,v10-v13) on AB_CPU_CASES
 #                        (default 0-7: cases 8-11 hold calls of 0.1-8 s for them), one sample after a
 #                        warm-up per process                                               -> ab/same-cpu.*
+#              same-cpu-large  the same on cases 8-11, one call a process and no warm-up (v0 takes
+#                        0.05-8 s a call there)                                         -> ab/same-cpu-large.*
 #              slowed    test-only t7 (v0 slowed) and t8 (v4 with more work) slowed by SLOWDOWN_PCT %
 #                        against 0 %, beside v0-v7, cases AB_SLOWED_CASES (default 4-8)  -> ab/slowed.*
 #              paired    t7 and t8 slowed by SLOWDOWN_PCT % against 0 %, --paired (both settings in each of
@@ -270,7 +272,7 @@ for step in "${steps[@]}"; do
       short=(--no-validate --warmup 1 --min-samples 3 --max-samples 10 --min-time 0 --max-time 1)
       one=(--no-validate --warmup 1 --min-samples 1 --max-samples 3 --min-time 0 --max-time 1)
       procs=(--processes "${AB_PROCESSES:-8}")
-      parts=" ${AB_PARTS:-same-gpu same-cpu slowed paired runs} "
+      parts=" ${AB_PARTS:-same-gpu same-cpu same-cpu-large slowed paired runs} "
       if [[ $parts == *" same-gpu "* ]]; then
         log "ab same-gpu: same binary as A and B, cases 0-11, ${AB_GPU_VERSIONS:=v1-v9,v14,v15,v17}"
         "$bin" ab --case 0-11 --version "$AB_GPU_VERSIONS" "${procs[@]}" "${short[@]}" --json "$OUT/ab/same-gpu.json" \
@@ -282,6 +284,12 @@ for step in "${steps[@]}"; do
         "$bin" ab --case "$AB_CPU_CASES" --version "$AB_CPU_VERSIONS" "${procs[@]}" "${one[@]}" --json "$OUT/ab/same-cpu.json" \
           --md "$OUT/ab/same-cpu.md" "${extra[@]}" >"$OUT/ab/same-cpu.log" 2>&1
         log "ab same-cpu: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-cpu.log"
+      fi
+      if [[ $parts == *" same-cpu-large "* ]]; then
+        log "ab same-cpu-large: same binary as A and B, cases 8-11, ${AB_CPU_VERSIONS:=v0,v10-v13}, one call a process"
+        "$bin" ab --case 8-11 --version "$AB_CPU_VERSIONS" "${procs[@]}" --no-validate --warmup 0 --min-samples 1 --max-samples 1 \
+          --min-time 0 --json "$OUT/ab/same-cpu-large.json" --md "$OUT/ab/same-cpu-large.md" "${extra[@]}" >"$OUT/ab/same-cpu-large.log" 2>&1
+        log "ab same-cpu-large: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-cpu-large.log"
       fi
       if [[ $parts == *" slowed "* ]]; then
         pct=${SLOWDOWN_PCT:-10}
