@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "compare.hpp"
+#include "experiment_support.hpp"
 
 namespace {
 
@@ -131,13 +132,8 @@ std::vector<std::string> attempt(const std::string& d, std::vector<knn::ResultsD
 // attempt that breaks the promise is printed and the experiment is repeated once; the test fails
 // when the second attempt breaks it too (each attempt is a fresh set of nine processes).
 TEST(Verdicts, SameBinaryTwiceIsSameAndTenPercentMoreWorkIsSlower) {
-  double load = 0;
-  std::ifstream("/proc/loadavg") >> load;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (load > 1.5 * cores) GTEST_SKIP() << fmt::format("machine busy: load average {:.1f} on {} cores; timings of separate runs are not comparable", load, cores);
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_verdicts_{}_{}", ::getpid(), std::random_device{}());
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "matrix.json") << kMatrix;
+  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy << "; timings of separate runs are not comparable";
+  const auto dir = knn::testing::experiment_folder("knn_verdicts", kMatrix);
   const std::string d = dir.string();
   std::vector<knn::ResultsDocument> a;
   std::pair<double, std::string> spread1, spread2;

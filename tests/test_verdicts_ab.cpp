@@ -22,6 +22,7 @@
 
 #include "ab_support.hpp"
 #include "cli_support.hpp"
+#include "experiment_support.hpp"
 
 namespace {
 
@@ -51,13 +52,8 @@ using knn::testing::widest_spread;
 }  // namespace
 
 TEST(VerdictsAb, TwentyPercentMoreWorkIsSlowerAndTheSameSettingIsSame) {
-  double load = 0;
-  std::ifstream("/proc/loadavg") >> load;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (load > 1.5 * cores) GTEST_SKIP() << fmt::format("machine busy: load average {:.1f} on {} cores", load, cores);
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_verdicts_ab_{}_{}", ::getpid(), std::random_device{}());
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "matrix.json") << kMatrix;
+  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
+  const auto dir = knn::testing::experiment_folder("knn_verdicts_ab", kMatrix);
 
   const Experiment same = run_ab(dir.string(), "same", 0, 0);
   ASSERT_EQ(same.report["rows"].size(), 2u) << same.out;
@@ -82,11 +78,8 @@ TEST(VerdictsAb, TwentyPercentMoreWorkIsSlowerAndTheSameSettingIsSame) {
       ADD_FAILURE() << "20 % more work, case " << row["case"] << ": " << row["verdict"] << "\n" << slowed.out;
   }
   EXPECT_GE(judged, 1) << "no case of 1 ms or more on this machine: the test checks nothing\n" << slowed.out;
-  if (!::testing::Test::HasFailure() && !host_too_noisy.empty()) {
-    std::string why;
-    for (const auto& h : host_too_noisy) why += "\n  " + h;
-    GTEST_SKIP() << "this host's processes spread too far for 12 per side to show 20 %:" << why;
-  }
+  if (!::testing::Test::HasFailure() && !host_too_noisy.empty())
+    GTEST_SKIP() << "this host's processes spread too far for 12 per side to show 20 %:" << knn::testing::row_lines(host_too_noisy);
   if (!::testing::Test::HasFailure()) {
     EXPECT_EQ(slowed.code, 1) << slowed.out;
     std::filesystem::remove_all(dir);

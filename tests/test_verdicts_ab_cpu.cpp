@@ -24,6 +24,7 @@
 
 #include "ab_support.hpp"
 #include "cli_support.hpp"
+#include "experiment_support.hpp"
 
 namespace {
 
@@ -54,18 +55,13 @@ std::vector<std::string> cpu_versions() {
 }  // namespace
 
 TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
-  double load = 0;
-  std::ifstream("/proc/loadavg") >> load;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (load > 1.5 * cores) GTEST_SKIP() << fmt::format("machine busy: load average {:.1f} on {} cores", load, cores);
+  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
   const std::vector<std::string> versions = cpu_versions();
   ASSERT_FALSE(versions.empty()) << "no CPU version in --list";
   std::string list = "t7";
   for (const auto& v : versions) list += "," + v;
 
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_verdicts_ab_cpu_{}_{}", ::getpid(), std::random_device{}());
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "matrix.json") << kMatrix;
+  const auto dir = knn::testing::experiment_folder("knn_verdicts_ab_cpu", kMatrix);
   const std::string json = (dir / "ab.json").string();
   const auto r = knn::testing::run(KNN_TEST_BINARY, fmt::format("ab --a-param t7.slowdown=0 --b-param t7.slowdown=20 --version {} --config '{}' "
                                                                 "--processes 8 --min-time 0.1 --json '{}'",
@@ -89,11 +85,8 @@ TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
   }
   EXPECT_GE(judged_slowed, 1) << "no t7 row of 1 ms or more: the test checks nothing\n" << r.out;
   EXPECT_GE(judged_same, 2) << "fewer than two other rows of 1 ms or more\n" << r.out;
-  if (!::testing::Test::HasFailure() && !host_too_noisy.empty()) {
-    std::string why;
-    for (const auto& h : host_too_noisy) why += "\n  " + h;
-    GTEST_SKIP() << "this host's processes spread too far (max/min > 1.3) for 8 per side:" << why;
-  }
+  if (!::testing::Test::HasFailure() && !host_too_noisy.empty())
+    GTEST_SKIP() << "this host's processes spread too far (max/min > 1.3) for 8 per side:" << knn::testing::row_lines(host_too_noisy);
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
 
@@ -103,13 +96,8 @@ TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
 // the per-process ratios B/A the verdict was on (process_ratios) themselves spread by more than 1.3x,
 // the test skips, naming the row. Each row's per-process ratios are printed.
 TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
-  double load = 0;
-  std::ifstream("/proc/loadavg") >> load;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  if (load > 1.5 * cores) GTEST_SKIP() << fmt::format("machine busy: load average {:.1f} on {} cores", load, cores);
-  const auto dir = std::filesystem::temp_directory_path() / fmt::format("knn_verdicts_ab_paired_{}_{}", ::getpid(), std::random_device{}());
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "matrix.json") << kMatrix;
+  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
+  const auto dir = knn::testing::experiment_folder("knn_verdicts_ab_paired", kMatrix);
   const std::string json = (dir / "ab.json").string();
   const auto r = knn::testing::run(KNN_TEST_BINARY, fmt::format("ab --paired --a-param t7.slowdown=0 --b-param t7.slowdown=20 --version t7 "
                                                                 "--config '{}' --processes 8 --min-time 0.1 --json '{}'",
@@ -139,10 +127,7 @@ TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
     else ADD_FAILURE() << what << ": 20 % more work not SLOWER with both settings in every process\n" << r.out;
   }
   EXPECT_GE(judged, 1) << "no t7 row of 1 ms or more: the test checks nothing\n" << r.out;
-  if (!::testing::Test::HasFailure() && !host_too_noisy.empty()) {
-    std::string why;
-    for (const auto& h : host_too_noisy) why += "\n  " + h;
-    GTEST_SKIP() << "this host changed speed within processes (per-process B/A spread > 1.3):" << why;
-  }
+  if (!::testing::Test::HasFailure() && !host_too_noisy.empty())
+    GTEST_SKIP() << "this host changed speed within processes (per-process B/A spread > 1.3):" << knn::testing::row_lines(host_too_noisy);
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }
