@@ -198,6 +198,8 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
   const Shard owned_block = block_of(rank);
   std::vector<Entry> owned(std::size_t(owned_block.size) * topk), partial;
   std::vector<float> visiting;  // a self-join's block of another rank
+  std::vector<int> counts(ranks), offsets(ranks);  // the query blocks, for the reduce-scatter and the gather
+  for (int r = 0; r < ranks; ++r) counts[r] = block_of(r).size, offsets[r] = block_of(r).first;
   if (!p.self_join) {  // every rank holds the queries: one local search over all of them
     const auto t0 = clock::now();
     partial.resize(p.result_slots());
@@ -211,13 +213,9 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
     const auto t1 = clock::now();
     agree(failure, rank, ranks, comm);
     wait_ms += ms_since(t1);
-  }
-  std::vector<int> counts(ranks), offsets(ranks);
-  for (int r = 0; r < ranks; ++r) counts[r] = block_of(r).size, offsets[r] = block_of(r).first;
-  if (!p.self_join) {  // every block's merge at once, each on its owner: one reduce-scatter
-    const auto t0 = clock::now();
+    const auto t2 = clock::now();  // every block's merge at once, each on its owner
     MPI_Reduce_scatter(partial.data(), owned.data(), counts.data(), row.type, merge.op, comm);
-    merge_ms += ms_since(t0);
+    merge_ms += ms_since(t2);
   }
   for (int b = 0; p.self_join && b < ranks; ++b) {  // block b is rank b's shard: rank b sends it, every rank searches it
     const Shard block = block_of(b);
