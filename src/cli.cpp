@@ -195,6 +195,8 @@ void add_run_options(CLI::App& app, RunOptions& o) {
   app.add_flag_callback("--no-validate", [&o] { o.measure.validate = false; }, "Skip validation against v0");
   app.add_flag_callback("--no-canary", [&o] { o.measure.canary = false; },
                         "Do not read the host canary (a CPU loop and a memory probe, a few ms) before and after each result");
+  app.add_flag_callback("--no-gpu-busy", [&o] { o.measure.gpu_busy = false; },
+                        "Do not trace one more call of each GPU result for its GPU busy time (CUPTI; needed when a profiler such as Nsight holds CUPTI)");
   app.add_flag_callback("--no-rates", [&o] { o.measure.rates = false; },
                         "Do not measure each GPU's GEMM and copy rates at start-up (about 0.3 s per GPU): results then have no floor");
   app.add_flag("--strict-peers", o.measure.strict_peers,

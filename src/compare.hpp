@@ -181,7 +181,8 @@ struct HostShift {
 };
 HostShift host_shift(const std::vector<Result>& a, const std::vector<Result>& b);
 // Whether a result's time depends on the host: it used no GPU, or its family is cpu, or its host
-// phase `build` (a tree built on the host) takes at least half of its median.
+// phase `build` (a tree built on the host) takes at least half of its median, or its GPUs were busy
+// for under half of its median (launch-bound: gpu_busy.hpp).
 bool depends_on_host(const Result& r);
 // p's SLOWER (FASTER) becomes HOST DRIFT when both results depend on the host and the host drifted
 // slower (faster) beyond --threshold; returns p.

@@ -43,6 +43,9 @@ HostShift host_shift(const std::vector<Result>& a, const std::vector<Result>& b)
 
 bool depends_on_host(const Result& r) {
   if (r.family == "cpu" || r.devices_used.empty()) return true;
+  // Its GPUs were idle over half the call (one traced call, gpu_busy.hpp): the rest is the host's
+  // launches and waits, which run at the host's speed.
+  if (launch_bound(r.gpu_busy, r.stats.median)) return true;
   const auto build = r.phase_samples_ms.find("build");
   return build != r.phase_samples_ms.end() && !build->second.empty() && r.stats.median > 0 &&
          median_of(build->second) >= 0.5 * r.stats.median;
@@ -68,8 +71,8 @@ std::vector<std::string> host_drift_notes(const HostShift& shift, const CompareR
   int drifted = 0;
   for (const ComparedPair& p : rep.pairs) drifted += p.verdict == Verdict::host_drift;
   return {fmt::format("the hosts ran at different speeds: the canary's CPU loop took {:.3f}x as long in B, its memory read "
-                      "{:.3f}x as long (beyond --threshold {}%). {} result{} that depend{} on the host (no GPU, or a host-side build "
-                      "over half the time) moved by more than the threshold: HOST DRIFT, whichever way they moved, not counted in the exit code; run `knnbench ab` "
+                      "{:.3f}x as long (beyond --threshold {}%). {} result{} that depend{} on the host (no GPU, a host-side build "
+                      "over half the time, or GPUs busy under half the call) moved by more than the threshold: HOST DRIFT, whichever way they moved, not counted in the exit code; run `knnbench ab` "
                       "for a verdict on them. GPU results keep their verdicts.",
                       shift.cpu_ratio, shift.mem_ratio, threshold, drifted, drifted == 1 ? "" : "s", drifted == 1 ? "s" : "")};
 }

@@ -105,6 +105,11 @@ PairAnswers measure_interleaved(const VersionDesc& desc, const Problem& p, const
     }
     for (Setting* t : s)
       for (std::size_t i = 0; i < gpus.size(); ++i) t->rec.clocks[i].after = read_clock(gpus[i]);
+    for (int x = 0; x < 2; ++x)
+      if (!s[std::size_t(x)]->rec.interrupted) {
+        current = x;
+        probe_gpu_busy(s[std::size_t(x)]->calls, !gpus.empty(), opts, /*lockstep=*/false, s[std::size_t(x)]->r);
+      }
   } catch (...) {
     const int y = 1 - current;  // the other setting, measured again on its own
     Result& failed = s[std::size_t(current)]->r;

@@ -225,6 +225,7 @@ std::optional<Answer> measure(const VersionDesc& desc, const Problem& p, const E
         add_note(r, fmt::format("{} samples: --max-time {} s reached", r.samples_ms.size(), opts.max_time_s));
     }
     for (std::size_t i = 0; i < gpus.size(); ++i) rec.clocks[i].after = read_clock(gpus[i]);
+    if (!rec.interrupted) probe_gpu_busy(calls, !gpus.empty(), opts, lockstep, r);
   } catch (...) {
     record_exception(r, p);  // a skip (out of memory) or a failure
     return std::nullopt;

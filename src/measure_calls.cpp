@@ -10,6 +10,8 @@
 #include <new>
 
 #include "core/errors.hpp"
+#include "gpu_busy.hpp"
+#include "stats.hpp"
 #include "mpi_env.hpp"
 #include "skip_reasons.hpp"
 #include "sysinfo.hpp"
@@ -35,6 +37,22 @@ void clear_samples(Result& r) {
 }
 
 void add_note(Result& r, const std::string& note) { r.note += (r.note.empty() ? "" : "; ") + note; }
+
+void probe_gpu_busy(VersionCalls& calls, bool uses_gpu, const MeasureOptions& opts, bool lockstep, Result& r) {
+  if (!opts.gpu_busy || !uses_gpu || r.samples_ms.empty()) return;
+  const double median = median_of(r.samples_ms);
+  ResultGpuBusy not_traced;
+  not_traced.decided = true;
+  if (lockstep) {
+    not_traced.note = "not traced under mpirun (every rank would have to make the extra call)";
+  } else if (!(median <= kGpuBusyMaxCallMs)) {
+    not_traced.note = fmt::format("not traced: a call takes {:.4g} ms, over {:g} ms", median, kGpuBusyMaxCallMs);
+  } else {
+    r.gpu_busy = trace_gpu_busy([&] { calls.call(false, 1); });
+    return;
+  }
+  r.gpu_busy = not_traced;
+}
 
 std::vector<DeviceInfo> devices_of(const VersionDesc& desc, const Environment& env) {
   if (desc.gpus == GpuNeed::none || env.devices.empty()) return {};

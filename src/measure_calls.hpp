@@ -46,6 +46,11 @@ class VersionCalls {
   TimingSink sink_;
 };
 
+// After the timed samples of a result that used a GPU: one more call, untimed, under CUPTI's trace
+// (gpu_busy.hpp) into r.gpu_busy; a note instead where it is not traced (--no-gpu-busy leaves it
+// undecided; under `lockstep` or for a call over kGpuBusyMaxCallMs the note says why).
+void probe_gpu_busy(VersionCalls& calls, bool uses_gpu, const MeasureOptions& opts, bool lockstep, Result& r);
+
 // The host canary (canary.hpp) started around a measurement of `p`'s inputs; off under --no-canary.
 CanaryProbe input_canary(const MeasureOptions& opts, const Environment& env, const Problem& p);
 

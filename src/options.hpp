@@ -49,6 +49,9 @@ struct MeasureOptions {
   bool canary = true;
   // Each GPU's rates at start-up, for the floors (rates.hpp); --no-rates turns them off.
   bool rates = true;
+  // One more, untimed call of each GPU result under CUPTI's trace, for its GPU busy time (gpu_busy.hpp);
+  // --no-gpu-busy turns it off (under a profiler, which holds CUPTI itself).
+  bool gpu_busy = true;
 };
 
 struct RunOptions {
@@ -85,7 +88,8 @@ struct RunOptions {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRates, sgemm_tflops, tf32_tflops, int8_tops, d2d_gbps, h2d_pinned_gbps, h2d_pageable_gbps,
                                    d2h_pinned_gbps, d2h_pageable_gbps, ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
-                                   strict_peers, validate_queries, dump_answers, kill_after_max_time, canary, rates)
+                                   strict_peers, validate_queries, dump_answers, kill_after_max_time, canary, rates,
+                                   gpu_busy)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunOptions, config, case_specs, groups, version_specs, param_specs, ignore_matrix_params, devices, host_memory, seed,
                                    measure, quiet, list, list_params, isolate, interleave, isolated_child, json_path, md_path, csv_path, argv, adhoc_case,
                                    rates_given, given_rates, given_rates_note)

@@ -79,7 +79,7 @@ class MarkdownReporter final : public Reporter {
     s += "\nnoise % = half-width of the ~95 % confidence interval of the median, relative to the median.\n\n";
     s += canary_spread_text(info, all, true);
     s += plot_links(path_) + "## Every result\n\n";
-    std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples", "floor ms", "x floor"};
+    std::vector<std::string> head{"case", "k", "m", "n", "topk", "version", "status", "median ms", "noise %", "samples", "floor ms", "x floor", "GPU busy %"};
     for (const auto& p : kMarkdownPhaseColumns) head.push_back(p + " ms");
     head.push_back("phases (median ms)");
     head.push_back("path / reason");
@@ -90,13 +90,14 @@ class MarkdownReporter final : public Reporter {
                                    std::to_string(c.topk), r.label(), to_string(r.status),
                                    timed(r.status) ? format_ms(r.stats.median) : "",
                                    timed(r.status) ? format_noise_pct(r.stats.median_noise_pct) : "",
-                                   std::to_string(r.stats.samples), floor_ms_text(r), x_floor_text(r)};
+                                   std::to_string(r.stats.samples), floor_ms_text(r), x_floor_text(r), gpu_busy_text(r)};
       for (const auto& p : kMarkdownPhaseColumns) row.push_back(opt_ms(phase_median(r, p)));
       row.push_back(version_phases_text(r));
       std::string tail = r.status == Status::inexact ? inexact_text(r) + "; first: " + r.validation.first_problem
                          : r.reason.empty()                ? r.path
                                                            : r.reason;
-      for (const auto& extra : {r.note, result_remarks(r)})
+      const std::string busy_note = gpu_busy_text(r) == "-" ? "GPU busy time " + r.gpu_busy.note : "";
+      for (const auto& extra : {r.note, result_remarks(r), busy_note})
         if (!extra.empty()) tail += (tail.empty() ? "" : "; ") + extra;
       row.push_back(tail);
       rows.push_back(row);

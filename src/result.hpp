@@ -8,6 +8,7 @@
 #include "core/params.hpp"
 #include "core/environment.hpp"
 #include "floor.hpp"
+#include "gpu_busy.hpp"
 #include "matrix.hpp"
 #include "mpi_env.hpp"
 #include "stats.hpp"
@@ -69,6 +70,7 @@ struct Result {
   // the floor records what it used.
   ValueTraits values;
   ResultFloor floor;  // the least time the call could take here (floor.hpp); not decided: none written
+  ResultGpuBusy gpu_busy;  // how long one more call kept the GPUs busy (gpu_busy.hpp); not decided: none written
   // "v16[test=median]": the version id with the parameters the user set; the id alone otherwise.
   std::string label() const { return variant_label(version, params, params_set); }
 };

@@ -5,6 +5,7 @@
 
 #include "build_info.hpp"
 #include "results_schema_canary.hpp"
+#include "results_schema_busy.hpp"
 #include "results_schema_floor.hpp"
 
 namespace knn {
@@ -111,6 +112,7 @@ json result_to_json(const Result& r) {
   if (r.canary.recorded()) j["canary"] = canary_to_json(r.canary);  // results_schema_canary.cpp
   if (r.host_facts.recorded()) j["host_facts"] = result_host_facts_to_json(r.host_facts);
   if (r.floor.decided) j["floor"] = floor_to_json(r.floor);  // results_schema_floor.cpp
+  if (r.gpu_busy.decided && timed(r.status)) j["gpu_busy"] = gpu_busy_to_json(r.gpu_busy);  // results_schema_busy.cpp
   j["phases"] = phases_json(r.phase_samples_ms);
   json dev = json::object();
   for (const auto& [d, phases] : r.device_phase_samples_ms) dev[std::to_string(d)] = phases_json(phases);

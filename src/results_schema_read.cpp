@@ -11,6 +11,7 @@
 
 #include "measure.hpp"  // kOtherPhase
 #include "results_schema.hpp"  // and results_schema_canary.hpp
+#include "results_schema_busy.hpp"
 #include "results_schema_floor.hpp"
 #include "stats.hpp"
 
@@ -316,7 +317,7 @@ std::map<std::string, std::vector<double>> read_phases(const Fields& f, const js
 Result read_result(const Fields& f, const json& j, const std::string& w) {
   f.only(j, w, {"case", "version", "title", "family", "status", "reason", "path", "note", "devices_used", "host_memory", "validation", "samples_ms",
                 "calls_per_sample", "stats", "noise_target_missed", "interrupted", "clocks", "phases", "device_phases", "params",
-                "params_set", "params_chosen", "canary", "host_facts", "floor", "interleaved"});
+                "params_set", "params_chosen", "canary", "host_facts", "floor", "gpu_busy", "interleaved"});
   Result r;
   read_case(f, f.need(j, "case", w), w + ".case", r);
   r.version = f.need_string(j, "version", w);
@@ -381,6 +382,7 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   const SchemaFail fail = [&f](const std::string& at, const std::string& what) { f.fail(at, what); };
   read_result_canary(j, w, r, fail);  // results_schema_canary.cpp
   read_result_floor(j, w, r, fail);   // results_schema_floor.cpp
+  read_result_gpu_busy(j, w, r, fail);  // results_schema_busy.cpp
   return r;
 }
 
