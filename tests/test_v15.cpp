@@ -46,6 +46,7 @@ struct V15Case {
   // as the older cases run) and a constant added to every value (negative and large whole values).
   std::string int8 = "";
   float offset = 0.f;
+  std::string int8_chunks = "";  // v15.int8_chunks ("" leaves the default: auto)
   // The tensor-core filter: v15.tc for the call ("" leaves the default) and whether it must run.
   std::string tc = "";
   bool expect_tc = false;
@@ -90,7 +91,7 @@ struct V15Case {
                        seed.empty() ? std::string() : "_seed" + seed,
                        collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores)) +
            (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance) +
-           (one_stream.empty() ? "" : "_one" + one_stream);
+           (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks);
   }
 };
 
@@ -174,6 +175,28 @@ std::vector<V15Case> int8_cases() {
   out.push_back(int8_case("on", 64, 50, 3000, 10, false, 256, 1000.f));
   out.push_back(int8_case("auto", 784, 64, 20000, 10, false, 256, 0.f, 16));
   out.push_back(int8_case("auto", 784, 64, 20000, 100, true, 256, 0.f, 16));
+  return out;
+}
+
+// v15.int8_chunks forced to 1, 2, 3 and 7 reference chunks (64-row boundaries, exact_int8.hpp) on
+// awkward shapes: n not a multiple of the chunk count or of 4, n smaller than the chunk count, topk
+// larger than a chunk's rows (unfilled slots carried), many ties across chunk boundaries (values 0
+// and 1), topk = 1, a self-join (always one chunk); and the rule's own count at Fashion-MNIST's k.
+std::vector<V15Case> int8_chunk_cases() {
+  std::vector<V15Case> out;
+  for (const char* chunks : {"1", "2", "3", "7"}) {
+    std::vector<V15Case> shapes = {int8_case("on", 33, 100, 4097, 10), int8_case("on", 40, 7, 5, 8),
+                                   int8_case("on", 40, 50, 130, 100), int8_case("on", 33, 64, 4097, 1024),
+                                   int8_case("on", 40, 64, 3001, 33, false, 2), int8_case("on", 128, 64, 3001, 1),
+                                   int8_case("on", 16, 40, 1, 1), int8_case("on", 33, 0, 2500, 33, true, 4)};
+    for (V15Case c : shapes) {
+      c.int8_chunks = chunks;
+      out.push_back(c);
+    }
+  }
+  V15Case fashion = int8_case("auto", 784, 64, 20000, 100, false, 256, 0.f, 16);
+  fashion.int8_chunks = "auto";
+  out.push_back(fashion);
   return out;
 }
 
@@ -532,7 +555,8 @@ std::string check_against_v0(const V15Case& c) {
        {std::pair<const char*, const std::string&>{"tc", c.tc}, {"fp32_filter", c.f32}, {"fp32_queries", c.f32_queries},
         {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
         {"collect", c.collect}, {"collect_queries", c.collect_queries}, {"collect_scores", c.collect_scores},
-        {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}, {"one_stream", c.one_stream}})
+        {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}, {"one_stream", c.one_stream},
+        {"int8_chunks", c.int8_chunks}})
     if (!value.empty()) set[name] = value;
   if (set["int8"].empty()) set.erase("int8");
   env.params = params_for("v15", set);
@@ -606,8 +630,21 @@ std::string check_against_v0(const V15Case& c) {
   }
   if (c.one_stream == "on" && ctx.path.find(" x 1 chunk (") != std::string::npos)
     EXPECT_NE(ctx.path.find("copy and search on one stream"), std::string::npos) << c.name() << ": " << ctx.path;
-  const auto phases = int8 ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
-                           : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
+  // The int8 path's reference chunks: as many as the plan's boundaries (one for a self-join), the
+  // copy overlapped exactly when there are several, and the phases that do not overlap reported.
+  const bool overlapped = ctx.path.find("(copy overlapped)") != std::string::npos;
+  if (int8 && !c.int8_chunks.empty()) {
+    const int asked = c.int8_chunks == "auto" ? gpu::kInt8ChunksAuto : std::stoi(c.int8_chunks);
+    const int chunks = int(gpu::plan_int8(p, Mode::on, asked).chunk_rows.size()) - 1;
+    if (asked > 0) EXPECT_EQ(chunks, c.self_join ? 1 : int(gpu::int8_chunk_rows(p.n, asked).size()) - 1) << ctx.path;
+    if (c.int8_chunks == "auto") EXPECT_GT(chunks, 1) << ctx.path;  // the rule's case is 60 MiB of references
+    EXPECT_NE(ctx.path.find(fmt::format("references in {} chunk{}", chunks, chunks == 1 ? " (" : "s of up to")), std::string::npos)
+        << c.name() << ": " << ctx.path;
+    EXPECT_EQ(overlapped, chunks > 1) << ctx.path;
+  }
+  const auto phases = overlapped ? std::vector<const char*>{"h2d", "search", "d2h"}
+                      : int8     ? std::vector<const char*>{"h2d", "convert", "gemm", "select", "d2h"}
+                                 : std::vector<const char*>{"h2d", "kernel", "merge", "d2h"};
   for (const char* phase : phases) EXPECT_EQ(timing.phases().count(phase), 1u) << phase;
 
   // v0 sums integer squares in float: exact while every distance stays below 2^24.
@@ -673,6 +710,8 @@ TEST_P(GpuV15, MatchesV0) {
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV15, ::testing::ValuesIn(v15_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuInt8, GpuV15, ::testing::ValuesIn(int8_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuInt8Chunks, GpuV15, ::testing::ValuesIn(int8_chunk_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuTc, GpuV15, ::testing::ValuesIn(tc_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
@@ -998,12 +1037,79 @@ TEST(V15Int8Plan, TakenOnlyWhereExactAndWorthIt) {
   EXPECT_TRUE(a.chosen);
   EXPECT_EQ(a.padded_dim, 48);
   EXPECT_EQ(a.padded_n, 8);
-  // Rounds of dot products stay under kInt8DotBytes: 2^20 references leave 256 queries a round.
+  // Rounds of dot products stay under kInt8DotBytes: 2^20 references in one chunk leave 256 queries a round.
   p.m = 10000, p.n = 1 << 20;
-  a = plan(gpu::Int8Mode::automatic);
+  a = gpu::plan_int8(p, gpu::Int8Mode::automatic, 1);
   EXPECT_EQ(a.query_chunk, 256);
   EXPECT_LE(std::size_t(a.query_chunk) * a.padded_n * 4, gpu::kInt8DotBytes);
   EXPECT_GT(gpu::int8_device_bytes(p, a), std::size_t(a.query_chunk) * a.padded_n * 4);
+}
+
+// Reference chunks (v15.int8_chunks): the boundaries cover rows 0..n once, in order, every one but n a
+// multiple of kInt8ChunkAlign (so only the last chunk is padded for the GEMM), no chunk empty, no
+// more chunks than asked, and exactly as many where n has room for them.
+TEST(V15Int8Plan, ChunksCoverTheRowsOnceOnAlignedBoundaries) {
+  for (int n : {1, 4, 5, 63, 64, 65, 130, 300, 3001, 4097, 60000, 1 << 20})
+    for (int chunks : {1, 2, 3, 7, 11, 16, 32}) {
+      const std::vector<int> b = gpu::int8_chunk_rows(n, chunks);
+      const std::string where = fmt::format("n = {}, {} chunks", n, chunks);
+      ASSERT_GE(b.size(), 2u) << where;
+      EXPECT_EQ(b.front(), 0) << where;
+      EXPECT_EQ(b.back(), n) << where;
+      EXPECT_LE(int(b.size()) - 1, chunks) << where;
+      for (std::size_t i = 1; i < b.size(); ++i) {
+        EXPECT_GT(b[i], b[i - 1]) << where << " boundary " << i;
+        if (i + 1 < b.size()) {
+          EXPECT_EQ(b[i] % gpu::kInt8ChunkAlign, 0) << where << " boundary " << i;
+          EXPECT_EQ(b[i] - b[i - 1], b[1] - b[0]) << where << ": chunks but the last are equal";
+        }
+      }
+      if (n >= chunks * chunks * gpu::kInt8ChunkAlign) EXPECT_EQ(int(b.size()) - 1, chunks) << where;
+    }
+  EXPECT_EQ(gpu::int8_chunk_rows(4097, 7), (std::vector<int>{0, 640, 1280, 1920, 2560, 3200, 3840, 4097}));
+  EXPECT_EQ(gpu::int8_chunk_rows(130, 7), (std::vector<int>{0, 64, 128, 130}));
+  EXPECT_EQ(gpu::int8_chunk_rows(5, 7), (std::vector<int>{0, 5}));
+}
+
+// The rule (auto): about kInt8ChunkBytes of float references a chunk, at most kInt8MaxChunks, one
+// chunk under 1.5 of them and for self-joins; "1" is the unpipelined path. Fashion-MNIST (k = 784,
+// n = 60 000: 179.4 MiB) takes 11 chunks of 5504 rows, all 10 000 queries in one round of each.
+TEST(V15Int8Plan, ChunkRuleAndTheMemoryItNeeds) {
+  Problem p{784, 10000, 60000, 100, nullptr, nullptr};
+  p.values = ValueTraits{true, true, 0.f, 255.f};
+  const gpu::Int8Plan a = gpu::plan_int8(p, gpu::Int8Mode::automatic);
+  ASSERT_TRUE(a.chosen) << a.why;
+  EXPECT_EQ(a.chunks(), 11);
+  EXPECT_TRUE(a.pipelined());
+  EXPECT_EQ(a.chunk_rows[1], 5504);
+  EXPECT_EQ(a.chunk_stride, 5504);
+  EXPECT_EQ(a.query_chunk, 10000);
+  EXPECT_NE(a.chunks_why.find("int8_chunks=auto"), std::string::npos) << a.chunks_why;
+  // Two rounds of dot products (under the cap together) and the carried keys, besides the serial path's buffers.
+  EXPECT_LE(2 * std::size_t(a.query_chunk) * a.chunk_stride * 4, gpu::kInt8DotBytes);
+  const gpu::Int8Plan one = gpu::plan_int8(p, gpu::Int8Mode::automatic, 1);
+  EXPECT_EQ(one.chunks(), 1);
+  EXPECT_FALSE(one.pipelined());
+  EXPECT_EQ(one.chunk_stride, one.padded_n);
+  EXPECT_EQ(one.chunks_why, "int8_chunks=1");
+  const std::size_t inputs = (std::size_t(p.m) + p.n) * p.dim * 4 + (std::size_t(p.m) + a.padded_n) * a.padded_dim;
+  const std::size_t answers = std::size_t(p.m) * p.topk * 8;
+  EXPECT_GE(gpu::int8_device_bytes(p, a), inputs + answers + 2 * std::size_t(a.query_chunk) * a.chunk_stride * 4 + answers);
+  EXPECT_GE(gpu::int8_device_bytes(p, one), inputs + answers + std::size_t(one.query_chunk) * one.padded_n * 4);
+  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic, 7).chunks(), 7);
+  // Self-joins: one chunk whatever is asked.
+  p.self_join = true, p.m = p.n;
+  const gpu::Int8Plan self = gpu::plan_int8(p, gpu::Int8Mode::automatic, 7);
+  EXPECT_EQ(self.chunks(), 1);
+  EXPECT_NE(self.chunks_why.find("self-join"), std::string::npos) << self.chunks_why;
+  p.self_join = false, p.m = 10000;
+  // Small: 20 MiB of references stay in one chunk; 24 MiB and more are cut; 256 MiB hit the cap of 16.
+  p.dim = 128, p.n = 40960;  // 20 MiB
+  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), 1);
+  p.n = 49152;  // 24 MiB
+  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), 2);
+  p.dim = 64, p.n = 1 << 20;  // 256 MiB
+  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), gpu::kInt8MaxChunks);
 }
 
 // The engine's settings come from the declared parameters (kernels/bruteforce/engine.hpp): the defaults
@@ -1019,6 +1125,9 @@ TEST(V15EngineSettings, ComeFromTheParameters) {
   EXPECT_EQ(d.min_groups, 0);
   EXPECT_TRUE(d.ramp && d.taper && d.merge_runs && d.shared_lists);
   EXPECT_FALSE(d.one_stream);
+  EXPECT_EQ(d.int8_chunks, 0);  // auto
+  EXPECT_EQ(gpu::settings_from(ParamValues("v15", decls, {{"int8_chunks", "7"}})).int8_chunks, 7);
+  EXPECT_EQ(gpu::settings_from(ParamValues("v15", decls, {{"int8_chunks", "1"}})).int8_chunks, 1);
   EXPECT_TRUE(gpu::settings_from(ParamValues("v15", decls, {{"one_stream", "on"}})).one_stream);
   const gpu::EngineSettings s = gpu::settings_from(ParamValues(
       "v15", decls,
@@ -1043,7 +1152,7 @@ TEST(V15EngineSettings, ComeFromTheParameters) {
   EXPECT_EQ(s.min_groups, 64);
   for (const auto& [name, bad] : std::vector<std::pair<const char*, const char*>>{
            {"int8", "yes"}, {"fp32_queries", "6"}, {"fp32_queries", "16"}, {"fp32_stage", "1"}, {"collect_queries", "3"},
-           {"collect_queries", "0"}, {"min_groups", "x"}, {"min_groups", "1048577"}, {"shared_lists", "1"}})
+           {"collect_queries", "0"}, {"int8_chunks", "0"}, {"int8_chunks", "9"}, {"min_groups", "x"}, {"min_groups", "1048577"}, {"shared_lists", "1"}})
     EXPECT_THROW(ParamValues("v15", decls, {{name, bad}}), ParamError) << name << "=" << bad;
 }
 

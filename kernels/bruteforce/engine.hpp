@@ -17,6 +17,7 @@ void fused_topk_search(const Problem& p, Neighbors out, RunContext& ctx);
 // (kernels/bruteforce/README.md lists what each switches; engine_params() their kinds and defaults).
 struct EngineSettings {
   Mode int8 = Mode::automatic;             // the exact int8 path
+  int int8_chunks = 0;                     // its references copied in this many chunks under the search; 0 the rule
   Mode tc = Mode::automatic;               // the tensor-core filter
   Mode tc_split = Mode::automatic;         // its values split into hi + lo TF32
   bool shared_lists = true;                // its topk > 1 lists in shared memory where they fit

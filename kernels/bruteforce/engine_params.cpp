@@ -8,6 +8,9 @@ std::vector<ParamDecl> engine_params() {
   using P = ParamDecl;
   return {
       P::mode("int8", "the exact int8 tensor-core path; auto: whole numbers within 256 values, k >= 16, m >= 32", "KNN_V15_INT8"),
+      P::choice("int8_chunks", "auto", {"auto", "1", "2", "3", "4", "5", "6", "7", "8", "10", "12", "16", "24", "32"},
+                "the int8 path's references copied in chunks, each searched as it lands; auto: chunks of about 16 MiB, at most 16, "
+                "none for self-joins or under 24 MiB (1: one copy, then the search)"),
       P::mode("tc", "the tensor-core (TF32) filter; auto: topk 1 at k >= 8, m >= 64, n >= 2^18; topk 2..32 at k >= 3, m >= 1024, n >= 2^18",
               "KNN_V15_TC"),
       P::mode("tc_split", "the tensor-core filter's values split into hi + lo TF32; auto: below 8 dimensions (on: k <= 8)",
@@ -44,7 +47,8 @@ std::vector<ParamDecl> engine_params() {
 
 EngineSettings settings_from(const ParamValues& v) {
   EngineSettings s;
-  s.int8 = v.mode("int8"), s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.shared_lists = v.on("shared_lists");
+  s.int8 = v.mode("int8"), s.int8_chunks = v.text("int8_chunks") == "auto" ? 0 : int(v.integer("int8_chunks"));
+  s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.shared_lists = v.on("shared_lists");
   s.fp32_filter = v.mode("fp32_filter"), s.fp32_queries = int(v.integer("fp32_queries")), s.fp32_stage = v.mode("fp32_stage");
   s.seed = v.mode("seed"), s.collect = v.mode("collect");
   s.collect_queries = v.text("collect_queries") == "auto" ? 0 : int(v.integer("collect_queries"));

@@ -147,7 +147,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (p.m < 1 || p.n < 1) return;
   cuda::DeviceScope scope(info.ordinal);
   const gpu::EngineSettings s = gpu::settings_from(ctx.env.params);
-  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks);
   note(ctx, "int8", s.int8, int8.chosen);
   if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
   const List list = list_for(p.topk);
@@ -338,7 +338,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
 
 std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {
   const gpu::EngineSettings s = gpu::settings_from(env.params);
-  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks);
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);

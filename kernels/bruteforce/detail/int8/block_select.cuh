@@ -59,20 +59,24 @@ __device__ void sort_block(unsigned long long* buf, int count) {
 }
 
 // `key_of(j, &key)` returns false for a candidate to leave out (the query itself in a self-join)
-// and otherwise writes its key; j runs over [0, n). Writes the topk best as (index, distance),
-// ascending; slots nothing filled read (-1, +inf), as v0 leaves them (v0's topk = 1 loop: (0, +inf)). Launch with kSelectThreads
-// threads and shared_bytes(topk) of dynamic shared memory.
+// and otherwise writes its key; j runs over [0, n). The kept keys start as `carried[0, topk)` (the
+// best of the rows searched before, sorted; nullptr: none). With `keys_out` the topk best keys are
+// written there, sorted (it may be `carried`: each block reads its own before it writes); without,
+// as (index, distance), ascending, and slots nothing filled read (-1, +inf), as v0 leaves them
+// (v0's topk = 1 loop: (0, +inf)). Launch with kSelectThreads threads and shared_bytes(topk) of
+// dynamic shared memory.
 template <typename KeyOf>
-__device__ void select_row(int n, int topk, KeyOf key_of, std::int32_t* out_index, float* out_distance) {
+__device__ void select_row(int n, int topk, KeyOf key_of, const unsigned long long* carried, unsigned long long* keys_out,
+                           std::int32_t* out_index, float* out_distance) {
   extern __shared__ unsigned long long shared_keys[];
   __shared__ int count;
   unsigned long long* kept = shared_keys;
   unsigned long long* next = kept + topk;
   unsigned long long* cand = next + topk;
-  for (int s = threadIdx.x; s < topk; s += blockDim.x) kept[s] = kNoKey;
+  for (int s = threadIdx.x; s < topk; s += blockDim.x) kept[s] = carried != nullptr ? carried[s] : kNoKey;
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
-  unsigned long long worst = kNoKey;  // kept[topk - 1] in every thread
+  unsigned long long worst = kept[topk - 1];  // in every thread
   const int lane = threadIdx.x & 31;
   for (int base = 0; base < n; base += kSelectTile) {
 #pragma unroll
@@ -110,6 +114,10 @@ __device__ void select_row(int n, int topk, KeyOf key_of, std::int32_t* out_inde
   }
   for (int s = threadIdx.x; s < topk; s += blockDim.x) {
     const unsigned long long key = kept[s];
+    if (keys_out != nullptr) {
+      keys_out[s] = key;
+      continue;
+    }
     out_index[s] = key != kNoKey ? static_cast<std::int32_t>(key & 0xffffffffu) : topk == 1 ? 0 : -1;
     out_distance[s] = key == kNoKey ? INFINITY : static_cast<float>(static_cast<std::uint32_t>(key >> 32));
   }

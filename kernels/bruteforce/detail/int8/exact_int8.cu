@@ -2,7 +2,8 @@
 // inputs are copied as they are, turned into shifted int8 rows padded to 16 columns, their squared
 // norms summed in int32, and then, a chunk of queries at a time, cuBLAS's int8 GEMM writes every
 // dot product q·r (int32) and one block per query selects its topk smallest exact distances
-// ‖q‖² + ‖r‖² − 2 q·r from them.
+// ‖q‖² + ‖r‖² − 2 q·r from them. With reference chunks (v15.int8_chunks) the references are copied
+// chunk by chunk and each chunk is searched as it lands (search_pipelined).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -12,6 +13,8 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "core/cuda/runtime.hpp"
 #include "kernels/bruteforce/detail/int8/block_select.cuh"
@@ -66,21 +69,27 @@ __global__ void squared_norms(const std::int8_t* __restrict__ x, int rows, int p
   if (lane == 0) out[warp] = sum;
 }
 
-// Block b answers query first + b from its row of dot products (dots[b · padded_n + j]).
+// Block b answers query first + b from its row of dot products with the chunk of references that
+// starts at row `row_first` (dots[b · stride + j], j < rows; candidate j is reference row_first + j).
+// `carried`: the query's kept keys from the chunks before (nullptr: none); `keys_out`: where its
+// keys go for the chunks after (nullptr: the last chunk, the answers are written).
 __global__ __launch_bounds__(select::kSelectThreads) void select_from_dots(
-    const std::int32_t* __restrict__ dots, int padded_n, const std::int32_t* __restrict__ ref_norms,
-    const std::int32_t* __restrict__ query_norms, int n, int first, int topk, bool self_join, std::int32_t* indices,
-    float* distances) {
+    const std::int32_t* __restrict__ dots, int stride, const std::int32_t* __restrict__ ref_norms,
+    const std::int32_t* __restrict__ query_norms, int row_first, int rows, int first, int topk, bool self_join,
+    const unsigned long long* carried, unsigned long long* keys_out, std::int32_t* indices, float* distances) {
   const int q = first + int(blockIdx.x);
-  const std::int32_t* row = dots + std::size_t(blockIdx.x) * padded_n;
+  const std::int32_t* row = dots + std::size_t(blockIdx.x) * stride;
   const long long qn = query_norms[q];
   const auto key_of = [&](int j, unsigned long long* key) {
-    if (self_join && j == q) return false;
-    const long long d = qn + ref_norms[j] - 2ll * row[j];  // exact, 0 ≤ d ≤ k · 255² < 2^31
-    *key = select::pack(static_cast<std::uint32_t>(d), j);
+    const int r = row_first + j;
+    if (self_join && r == q) return false;
+    const long long d = qn + ref_norms[r] - 2ll * row[j];  // exact, 0 ≤ d ≤ k · 255² < 2^31
+    *key = select::pack(static_cast<std::uint32_t>(d), r);
     return true;
   };
-  select::select_row(n, topk, key_of, indices + std::size_t(q) * topk, distances + std::size_t(q) * topk);
+  const std::size_t at = std::size_t(q) * topk;
+  select::select_row(rows, topk, key_of, carried != nullptr ? carried + at : nullptr, keys_out != nullptr ? keys_out + at : nullptr,
+                     indices + at, distances + at);
 }
 
 // Blocks for one thread per item (squared_norms: a warp per row); grid-stride kernels pass a cap.
@@ -89,12 +98,38 @@ int grid_for(std::size_t threads_wanted, int block, std::size_t cap = std::size_
 }
 constexpr std::size_t kConvertBlocks = std::size_t(1) << 16;  // to_int8 strides over the rest
 
-}  // namespace
+// `rows` float rows → `padded_rows` int8 rows (zero rows beyond `rows`) and their squared norms.
+void convert(const float* in, int rows, int padded_rows, int dim, const Int8Plan& plan, std::int8_t* out, std::int32_t* norms,
+             cudaStream_t stream) {
+  constexpr int kBlock = 256;
+  const int pd = plan.padded_dim;
+  to_int8<<<grid_for(std::size_t(padded_rows) * pd, kBlock, kConvertBlocks), kBlock, 0, stream>>>(in, rows, dim, padded_rows, pd,
+                                                                                                   plan.shift, out);
+  KNN_CUDA_CHECK_LAUNCH();
+  squared_norms<<<grid_for(std::size_t(padded_rows) * 32, kBlock), kBlock, 0, stream>>>(out, padded_rows, pd, norms);
+  KNN_CUDA_CHECK_LAUNCH();
+}
 
-void int8_search(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx) {
-  if (!plan.chosen) throw std::logic_error("int8_search: the plan did not choose the int8 path");
+// dots (rows × count, column-major, leading dimension ldc) = references8ᵀ (rows × pd) · queries8
+// (pd × count): both operands are row-major int8 rows, which is cuBLAS's column-major "T, N" layout.
+void gemm(cublasHandle_t blas, int rows, int count, int pd, const std::int8_t* references8, const std::int8_t* queries8,
+          std::int32_t* dots, int ldc) {
+  const std::int32_t alpha = 1, beta = 0;
+  cublas_try(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, count, pd, &alpha, references8, CUDA_R_8I, pd, queries8,
+                          CUDA_R_8I, pd, &beta, dots, CUDA_R_32I, ldc, CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT),
+             "cublasGemmEx (int8, int32 accumulate)");
+}
+
+std::string path_head(const Problem& p, const Int8Plan& plan) {
+  return fmt::format(
+      "exact integer path: whole values in [{:g}, {:g}] shifted by {:g} into int8, k = {} padded to {}; int8 GEMM "
+      "with int32 accumulation (cuBLAS, tensor cores; no rounding)",
+      p.values.lowest, p.values.highest, plan.shift, p.dim, plan.padded_dim);
+}
+
+// One chunk: the whole copy, then convert, GEMM and select on one stream, timed phase by phase.
+void search_serial(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx, cublasHandle_t blas) {
   const int pd = plan.padded_dim, pn = plan.padded_n;
-  cublasHandle_t blas = handle_for_current_device();
   cuda::Stream stream;
   cublas_try(cublasSetStream(blas, stream), "cublasSetStream");
   cuda::PhaseTimer timer(stream);
@@ -114,53 +149,129 @@ void int8_search(const Problem& p, const Int8Plan& plan, Neighbors out, RunConte
   timer.end();
 
   timer.begin("convert");
-  constexpr int kBlock = 256;
-  to_int8<<<grid_for(std::size_t(pn) * pd, kBlock, kConvertBlocks), kBlock, 0, stream>>>(references.data(), p.n, p.dim, pn, pd,
-                                                                          plan.shift, references8.data());
-  KNN_CUDA_CHECK_LAUNCH();
-  squared_norms<<<grid_for(std::size_t(pn) * 32, kBlock), kBlock, 0, stream>>>(references8.data(), pn, pd, ref_norms.data());
-  KNN_CUDA_CHECK_LAUNCH();
-  if (!p.self_join) {
-    to_int8<<<grid_for(std::size_t(p.m) * pd, kBlock, kConvertBlocks), kBlock, 0, stream>>>(own_queries.data(), p.m, p.dim, p.m, pd,
-                                                                             plan.shift, own_queries8.data());
-    KNN_CUDA_CHECK_LAUNCH();
-    squared_norms<<<grid_for(std::size_t(p.m) * 32, kBlock), kBlock, 0, stream>>>(own_queries8.data(), p.m, pd,
-                                                                                   own_query_norms.data());
-    KNN_CUDA_CHECK_LAUNCH();
-  }
+  convert(references.data(), p.n, pn, p.dim, plan, references8.data(), ref_norms.data(), stream);
+  if (!p.self_join) convert(own_queries.data(), p.m, p.m, p.dim, plan, own_queries8.data(), own_query_norms.data(), stream);
   timer.end();
   const std::int8_t* queries8 = p.self_join ? references8.data() : own_queries8.data();
   const std::int32_t* query_norms = p.self_join ? ref_norms.data() : own_query_norms.data();
 
   const std::size_t shared = select::shared_bytes(p.topk);
-  KNN_CUDA_TRY(cudaFuncSetAttribute(select_from_dots, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-  const std::int32_t alpha = 1, beta = 0;
   int rounds = 0;
   for (int first = 0; first < p.m; first += plan.query_chunk, ++rounds) {
     const int count = std::min(plan.query_chunk, p.m - first);
     timer.begin("gemm");
-    // dots (pn × count, column-major) = references8ᵀ (pn × pd) · queries8 (pd × count): both
-    // operands are row-major int8 rows, which is cuBLAS's column-major "T, N" layout.
-    cublas_try(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, pn, count, pd, &alpha, references8.data(), CUDA_R_8I, pd,
-                            queries8 + std::size_t(first) * pd, CUDA_R_8I, pd, &beta, dots.data(), CUDA_R_32I, pn,
-                            CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx (int8, int32 accumulate)");
+    gemm(blas, pn, count, pd, references8.data(), queries8 + std::size_t(first) * pd, dots.data(), pn);
     timer.end();
     timer.begin("select");
-    select_from_dots<<<count, select::kSelectThreads, shared, stream>>>(dots.data(), pn, ref_norms.data(), query_norms,
-                                                                       p.n, first, p.topk, p.self_join, indices.data(),
-                                                                       distances.data());
+    select_from_dots<<<count, select::kSelectThreads, shared, stream>>>(dots.data(), pn, ref_norms.data(), query_norms, 0, p.n,
+                                                                       first, p.topk, p.self_join, nullptr, nullptr,
+                                                                       indices.data(), distances.data());
     KNN_CUDA_CHECK_LAUNCH();
     timer.end();
   }
 
   cuda::finish_with_answers(timer, p, indices.data(), distances.data(), out, stream, ctx.timing);
-  ctx.path = fmt::format(
-      "exact integer path: whole values in [{:g}, {:g}] shifted by {:g} into int8, k = {} padded to {}; int8 GEMM "
-      "with int32 accumulation (cuBLAS, tensor cores; no rounding) for {} query chunk{} of up to {}, then a block "
-      "per query selects the top {} of its row",
-      p.values.lowest, p.values.highest, plan.shift, p.dim, pd, rounds, rounds == 1 ? "" : "s", plan.query_chunk,
-      p.topk);
+  ctx.path = path_head(p, plan) + fmt::format(
+      " for {} query chunk{} of up to {}, then a block per query selects the top {} of its row; references in 1 chunk "
+      "({}), copied before the search (no overlap)",
+      rounds, rounds == 1 ? "" : "s", plan.query_chunk, p.topk, plan.chunks_why);
+}
+
+// Several chunks (never a self-join): the queries are copied first, then the references chunk by
+// chunk on the copy stream. The compute stream converts each chunk as it lands and runs the GEMM
+// of every query round against it into one of two dot buffers; the select stream selects from one
+// buffer while the GEMM fills the other, each query's kept keys carried from chunk to chunk in
+// `keys` (the last chunk writes the answers). Events order it: copied[c] before chunk c's convert,
+// gemmed[b] before the selection of buffer b, selected[b] before the GEMM that writes b again.
+void search_pipelined(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx, cublasHandle_t blas) {
+  const int pd = plan.padded_dim, pn = plan.padded_n, chunks = plan.chunks(), stride = plan.chunk_stride;
+  cuda::Stream copy, compute, selector;
+  cublas_try(cublasSetStream(blas, compute), "cublasSetStream");
+  cuda::StreamBuffer<float> references(p.reference_floats(), copy);
+  cuda::StreamBuffer<float> queries(p.query_floats(), copy);
+  cuda::StreamBuffer<std::int8_t> references8(std::size_t(pn) * pd, copy);
+  cuda::StreamBuffer<std::int8_t> queries8(std::size_t(p.m) * pd, copy);
+  cuda::StreamBuffer<std::int32_t> ref_norms(pn, copy);
+  cuda::StreamBuffer<std::int32_t> query_norms(p.m, copy);
+  const std::size_t buffer_slots = std::size_t(plan.query_chunk) * stride;
+  cuda::StreamBuffer<std::int32_t> dots(2 * buffer_slots, copy);
+  cuda::StreamBuffer<unsigned long long> keys(p.result_slots(), copy);
+  cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), copy);
+  cuda::StreamBuffer<float> distances(p.result_slots(), copy);
+
+  cuda::Event start, queries_copied, searched, done;
+  std::vector<cuda::Event> copied(chunks);
+  cuda::Event gemmed[2], selected[2];
+  start.record(copy);  // after the allocations, which the copy stream orders
+  KNN_CUDA_TRY(cudaMemcpyAsync(queries.data(), p.queries, p.query_floats() * sizeof(float), cudaMemcpyHostToDevice, copy));
+  queries_copied.record(copy);
+  for (int c = 0; c < chunks; ++c) {
+    const std::size_t first = std::size_t(plan.chunk_rows[c]) * p.dim;
+    const std::size_t floats = std::size_t(plan.chunk_rows[c + 1] - plan.chunk_rows[c]) * p.dim;
+    KNN_CUDA_TRY(cudaMemcpyAsync(references.data() + first, p.references + first, floats * sizeof(float), cudaMemcpyHostToDevice,
+                                 copy));
+    copied[c].record(copy);
+  }
+  KNN_CUDA_TRY(cudaStreamWaitEvent(compute, queries_copied.get(), 0));
+  KNN_CUDA_TRY(cudaStreamWaitEvent(selector, start.get(), 0));
+  convert(queries.data(), p.m, p.m, p.dim, plan, queries8.data(), query_norms.data(), compute);
+  const std::size_t shared = select::shared_bytes(p.topk);
+  int step = 0;
+  for (int c = 0; c < chunks; ++c) {
+    // Chunk boundaries are multiples of kInt8ChunkAlign: only the last chunk's rows are padded (to
+    // 4, with zero rows, inside padded_n).
+    const int row_first = plan.chunk_rows[c], rows = plan.chunk_rows[c + 1] - row_first, padded = (rows + 3) / 4 * 4;
+    std::int8_t* chunk8 = references8.data() + std::size_t(row_first) * pd;
+    KNN_CUDA_TRY(cudaStreamWaitEvent(compute, copied[c].get(), 0));
+    convert(references.data() + std::size_t(row_first) * p.dim, rows, padded, p.dim, plan, chunk8, ref_norms.data() + row_first,
+            compute);
+    for (int first = 0; first < p.m; first += plan.query_chunk, ++step) {
+      const int count = std::min(plan.query_chunk, p.m - first), b = step % 2;
+      std::int32_t* buffer = dots.data() + b * buffer_slots;
+      if (step >= 2) KNN_CUDA_TRY(cudaStreamWaitEvent(compute, selected[b].get(), 0));  // step − 2 has read it
+      gemm(blas, padded, count, pd, chunk8, queries8.data() + std::size_t(first) * pd, buffer, stride);
+      gemmed[b].record(compute);
+      KNN_CUDA_TRY(cudaStreamWaitEvent(selector, gemmed[b].get(), 0));
+      select_from_dots<<<count, select::kSelectThreads, shared, selector>>>(
+          buffer, stride, ref_norms.data(), query_norms.data(), row_first, rows, first, p.topk, false,
+          c == 0 ? nullptr : keys.data(), c == chunks - 1 ? nullptr : keys.data(), indices.data(), distances.data());
+      KNN_CUDA_CHECK_LAUNCH();
+      selected[b].record(selector);
+    }
+  }
+  searched.record(selector);  // after every selection, which came after every GEMM and convert
+  KNN_CUDA_TRY(cudaStreamWaitEvent(copy, searched.get(), 0));
+  cuda::download_answers(p, indices.data(), distances.data(), out, copy);
+  done.record(copy);
+  copy.synchronize();
+
+  // Phases that do not overlap: the queries' copy alone, then the search (the references' copy
+  // with the convert, GEMM and selection under it), then the answers' download.
+  const auto span = [](const cuda::Event& from, const cuda::Event& to) {
+    float ms = 0.f;
+    KNN_CUDA_TRY(cudaEventElapsedTime(&ms, from.get(), to.get()));
+    return double(ms);
+  };
+  ctx.timing.add("h2d", span(start, queries_copied));
+  ctx.timing.add("search", span(queries_copied, searched));
+  ctx.timing.add("d2h", span(searched, done));
+  const int rounds = (p.m + plan.query_chunk - 1) / plan.query_chunk;
+  ctx.path = path_head(p, plan) + fmt::format(
+      "; references in {} chunks of up to {} rows ({}), copied after the queries, each converted, multiplied and selected "
+      "as it lands while the next is copied (copy overlapped); {} query round{} of up to {} per chunk, GEMM and selection "
+      "on two streams with two dot buffers, a block per query keeping its top {} from chunk to chunk",
+      chunks, stride, plan.chunks_why, rounds, rounds == 1 ? "" : "s", plan.query_chunk, p.topk);
+}
+
+}  // namespace
+
+void int8_search(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx) {
+  if (!plan.chosen) throw std::logic_error("int8_search: the plan did not choose the int8 path");
+  if (p.self_join && plan.pipelined()) throw std::logic_error("int8_search: a self-join is searched in one chunk");
+  cublasHandle_t blas = handle_for_current_device();
+  KNN_CUDA_TRY(cudaFuncSetAttribute(select_from_dots, cudaFuncAttributeMaxDynamicSharedMemorySize, int(select::shared_bytes(p.topk))));
+  if (!plan.pipelined()) return search_serial(p, plan, out, ctx, blas);
+  search_pipelined(p, plan, out, ctx, blas);
 }
 
 }  // namespace knn::gpu

@@ -9,6 +9,7 @@
 // (kernels/bruteforce/detail/int8/block_select.cuh). The plan and its rules are host code, tested on the CPU.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/params.hpp"
 #include "core/problem.hpp"
@@ -33,6 +34,16 @@ inline constexpr float kInt8MaxMagnitude = 16777216.f;  // 2^24
 // Dot products kept per round: queries are taken in chunks whose int32 rows fit in this many bytes.
 inline constexpr std::size_t kInt8DotBytes = std::size_t(1) << 30;
 
+// The references' copy in chunks under the search (v15.int8_chunks): chunk boundaries are multiples
+// of kInt8ChunkAlign rows (every chunk but the last a whole number of 4-row groups, as the GEMM's
+// leading dimension needs, and of the GEMM's 64-row tiles); `auto` cuts the float references into
+// chunks of about kInt8ChunkBytes, at most kInt8MaxChunks (docs/v15.md: the arithmetic). Self-joins
+// copy and search unchunked (their queries are every chunk).
+inline constexpr int kInt8ChunkAlign = 64;
+inline constexpr std::size_t kInt8ChunkBytes = std::size_t(16) << 20;
+inline constexpr int kInt8MaxChunks = 16;
+inline constexpr int kInt8ChunksAuto = 0;  // v15.int8_chunks=auto
+
 struct Int8Plan {
   bool exact = false;   // the scheme is exact for these values
   bool chosen = false;  // and this call takes it
@@ -41,11 +52,22 @@ struct Int8Plan {
   int padded_dim = 0;   // k rounded up to 16 (zero columns change no dot product)
   int padded_n = 0;     // n rounded up to 4 (the GEMM's leading dimension)
   int query_chunk = 0;  // queries per GEMM + selection round
+  // The reference chunks' first rows, then n: {0, n} for one chunk (the unpipelined path).
+  std::vector<int> chunk_rows;
+  int chunk_stride = 0;            // rows of a chunk's dot products: the largest chunk padded to 4
+  std::string chunks_why;          // how the count was chosen, for the path line
+  int chunks() const { return int(chunk_rows.size()) - 1; }
+  bool pipelined() const { return chunks() > 1; }
 };
 
-Int8Plan plan_int8(const Problem& p, Int8Mode mode);
+// `chunks`: v15.int8_chunks (kInt8ChunksAuto: the rule; 1: the unpipelined path; more: asked for,
+// fewer where n has fewer kInt8ChunkAlign-row blocks).
+Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks = kInt8ChunksAuto);
+// The chunk boundaries for `chunks` chunks of n rows (plan_int8's, exposed for the tests).
+std::vector<int> int8_chunk_rows(int n, int chunks);
 // Device memory one call on this path needs (inputs as float and int8, norms, one round of dot
-// products, answers, and a margin for cuBLAS's workspace).
+// products (two with chunks, at half the cap each), the carried keys, answers, and a margin for
+// cuBLAS's workspace).
 std::size_t int8_device_bytes(const Problem& p, const Int8Plan& plan);
 // Answers the problem on the current device along the plan (plan.chosen must be true).
 void int8_search(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx);
