@@ -104,7 +104,7 @@ std::vector<V16Case> v16_cases() {
   }
   for (int dim : {20, 33}) out.push_back({fmt::format("k{}_uniform", dim), dim, 500, 3000, 5});
   // topk = 1 (the pair in registers unless a self-join): ties, duplicates, leaf sizes, every compiled k.
-  for (int dim : {1, 2, 3, 4, 5, 9, 12, 16, 20}) {
+  for (int dim : {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 20}) {
     out.push_back({fmt::format("nn_k{}_uniform", dim), dim, 900, 4000, 1});
     out.push_back({fmt::format("nn_k{}_ties", dim), dim, 900, 4000, 1, false, Distribution::integers, 3});
   }
