@@ -3,6 +3,7 @@
 // measurement path, and checking a version's rows against v0's loop.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -146,11 +147,13 @@ inline void PrintTo(const RowCase& c, std::ostream* os) { *os << c.name; }
 // Runs version `id` once on `device` on case `c` (inputs from seed_base + 7 n + dim) and checks
 // every row against v0's loop: distances bit for bit and the same indices, up to the first row
 // that differs; and that the call reported each phase of `phases` as many times as it says.
-// `params`: the version's parameters set for the call (the others at their defaults).
+// `params`: the version's parameters set for the call (the others at their defaults); `answers_in`:
+// the memory of the answer arrays handed to the version (pinned as the runner's when the run is).
 // Returns ctx.path (empty where the version is missing or skips the case: a failure).
 inline std::string check_rows_against_v0(const std::string& id, const RowCase& c, std::uint64_t seed_base,
                                          const DeviceInfo& device, const std::map<std::string, std::size_t>& phases,
-                                         const std::map<std::string, std::string>& params = {}) {
+                                         const std::map<std::string, std::string>& params = {},
+                                         HostMemory answers_in = HostMemory::pageable) {
   const VersionDesc* v = Registry::instance().find(id);
   EXPECT_NE(v, nullptr) << id << " is not registered in a build that found a CUDA device";
   if (v == nullptr) return {};
@@ -170,12 +173,18 @@ inline std::string check_rows_against_v0(const std::string& id, const RowCase& c
     ADD_FAILURE() << id << " skipped " << c.name << ": " << *reason;
     return {};
   }
-  std::vector<std::int32_t> want_i(p.result_slots()), got_i(p.result_slots(), -7);
-  std::vector<float> want_d(p.result_slots()), got_d(p.result_slots(), -1.f);
+  std::vector<std::int32_t> want_i(p.result_slots());
+  std::vector<float> want_d(p.result_slots());
   for (int q = 0; q < p.m; ++q) bruteforce_one_query(p, q, Neighbors{want_i.data(), want_d.data()});
+  const HostArray got_i_array(p.result_slots(), answers_in), got_d_array(p.result_slots(), answers_in);
+  EXPECT_EQ(got_i_array.mode(), answers_in) << "answer arrays of the memory asked for";
+  std::int32_t* got_i = got_i_array.as<std::int32_t>();
+  float* got_d = got_d_array.data();
+  std::fill(got_i, got_i + p.result_slots(), -7);
+  std::fill(got_d, got_d + p.result_slots(), -1.f);
   TimingSink timing;
   RunContext ctx{timing, env, {}, {}};
-  v->make()->query(p, Neighbors{got_i.data(), got_d.data()}, ctx);
+  v->make()->query(p, Neighbors{got_i, got_d}, ctx);
   resolve_path(ctx);  // v15 formats its path after the call
   for (const auto& [phase, times] : phases) EXPECT_EQ(timing.phases().count(phase), times) << phase;
   for (std::size_t at = 0; at < p.result_slots(); ++at) {

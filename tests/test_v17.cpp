@@ -2,8 +2,9 @@
 // M much smaller and much larger than N, K = 1 and K = N, k = 1, 2, 3, 5, 8, 16 and 20, clusters,
 // integer data full of ties, self-joins, fan-outs 16, 23, 32 and 64 (v17.fanout); the GPU STR
 // build against the host reference, byte for byte; the runner's own validation on the seed's
-// headline shape. GPU tests (Gpu*) skip with a message where no CUDA device exists; the fan-out
-// parameter's declaration and supports() run on the CPU.
+// headline shape; answers=direct (the join writes the rows into a pinned output) and answers=copy
+// against v0 on awkward shapes. GPU tests (Gpu*) skip with a message where no CUDA device exists; the
+// parameters' declarations, supports(), the answers' route and the direct rows' slot walk run on the CPU.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -28,6 +29,7 @@
 #include "devices.hpp"
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/trees/rtree/str_pack.hpp"
+#include "kernels/trees/rtree/v17_answers.hpp"
 #include "kernels/trees/rtree/v17_params.hpp"
 #include "test_support.hpp"
 #if KNN_HAVE_CUDA
@@ -91,7 +93,49 @@ TEST_P(GpuV17, MatchesV0RowForRow) {
   const auto& [c, fanout] = GetParam();
   const std::string path = check_against_v0(c, fanout);
   EXPECT_NE(path.find(fmt::format("fan-out {} (set by fanout)", fanout)), std::string::npos) << path;
+  // answers=direct (the default) into pageable arrays: copied after the join instead, and said so.
+  EXPECT_NE(path.find("answers=direct not taken: the output's indices and distances are not pinned"), std::string::npos) << path;
 }
+
+// answers=direct into pinned arrays (the join writes each leaf's rows into them) and answers=copy, at
+// fan-outs 16, 32 and 64 (blocks of 32 and 64 threads): self-joins and plain joins, m not a multiple
+// of the fan-out, fewer queries than one leaf, duplicates, integer ties, identical points, clusters,
+// topk 1, 32 and 33 (a row not a whole number of warps).
+std::vector<V17Case> answer_cases() {
+  return {
+      {"self_clusters_2d_topk32", 2, 5000, 5000, 32, true, Distribution::clusters},
+      {"clusters_3d_topk32", 3, 3001, 7000, 32, false, Distribution::clusters},
+      {"one_short_leaf", 3, 5, 2000, 32},
+      {"self_duplicates_topk1", 3, 1999, 1999, 1, true, Distribution::duplicates},
+      {"duplicates_topk32", 2, 1000, 3000, 32, false, Distribution::duplicates},
+      {"self_ties_topk33", 8, 777, 777, 33, true, Distribution::integers, 4},
+      {"topk1_uniform", 2, 4097, 3000, 1},
+      {"self_identical_topk32", 3, 100, 100, 32, true, Distribution::uniform, kDefaultIntegerMax, true},
+  };
+}
+
+class GpuV17Answers : public ::testing::TestWithParam<std::tuple<V17Case, std::string, int>> {};
+
+TEST_P(GpuV17Answers, PinnedOutputMatchesV0RowForRow) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const auto& [c, answers, fanout] = GetParam();
+  const bool direct = answers == "direct";
+  const std::string path = knn::testing::check_rows_against_v0(
+      "v17", c, 1717, disc.devices[0],
+      {{"build_q", c.self_join ? 0u : 1u}, {"join", direct ? 0u : 1u}, {"d2h", direct ? 0u : 1u}, {"join_d2h", direct ? 1u : 0u}},
+      {{"fanout", std::to_string(fanout)}, {"answers", answers}}, HostMemory::pinned);
+  EXPECT_NE(path.find(direct ? "answers=direct: the copy overlaps the join" : "answers copied after the join (answers=copy)"),
+            std::string::npos)
+      << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuV17Answers,
+                         ::testing::Combine(::testing::ValuesIn(answer_cases()), ::testing::Values("direct", "copy"),
+                                            ::testing::Values(16, 32, 64)),
+                         [](const ::testing::TestParamInfo<std::tuple<V17Case, std::string, int>>& i) {
+                           return fmt::format("{}_{}_f{}", std::get<0>(i.param).name, std::get<1>(i.param), std::get<2>(i.param));
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV17, ::testing::Combine(::testing::ValuesIn(v17_cases()), ::testing::Values(16, 23, 32, 64)),
                          [](const ::testing::TestParamInfo<std::tuple<V17Case, int>>& i) {
@@ -155,17 +199,37 @@ TEST(GpuV17Str, DeviceBuildEqualsHostBuild) {
 }
 #endif
 
-// The seed's headline shape through the runner's own measurement and validation.
+// v17 once through the runner's own measurement and validation, its answers in `memory` (the
+// runner's answer arrays live where the run's inputs do).
+Result run_in_runner(const knn::testing::Dataset& d, HostMemory memory) {
+  const VersionDesc* v = Registry::instance().find("v17");
+  EXPECT_NE(v, nullptr) << "v17 is not registered in a build that found a CUDA device";
+  if (v == nullptr) return {};
+  Environment env;
+  env.devices = {discovery().devices[0]};
+  env.host_memory = memory;
+  return knn::testing::run_once(*v, d, env);
+}
+
+// The seed's headline shape.
 TEST(GpuV17Harness, PassesTheRunnersValidation) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
-  const VersionDesc* v = Registry::instance().find("v17");
-  ASSERT_NE(v, nullptr);
-  knn::testing::Dataset d(8, 10000, 1000, 5, Distribution::integers, 300);
-  Environment env;
-  env.devices = {disc.devices[0]};
-  const Result r = knn::testing::run_once(*v, d, env);
+  const Result r = run_in_runner(knn::testing::Dataset(8, 10000, 1000, 5, Distribution::integers, 300), HostMemory::pageable);
   EXPECT_EQ(r.status, Status::pass) << r.reason;
+}
+
+// Case 200's shape scaled down (a 2-D self-join, topk 32) in pinned memory, as the benchmark runs:
+// the answers written by the join pass the runner's validation.
+TEST(GpuV17Harness, DirectAnswersIntoThePinnedOutputPassTheRunnersValidation) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  knn::testing::Dataset d(2, 20011, 20011, 32, Distribution::clusters, 200);
+  d.problem = Problem{2, 20011, 20011, 32, d.references.data(), d.references.data(), true};
+  const Result r = run_in_runner(d, HostMemory::pinned);
+  EXPECT_EQ(r.status, Status::pass) << r.reason;
+  EXPECT_EQ(r.phase_samples_ms.count("join_d2h"), 1u);
+  EXPECT_EQ(r.phase_samples_ms.count("d2h"), 0u);
 }
 
 // SharedTopK::offer (any index order, as a tree visits rows), run on the host: streams of shuffled
@@ -206,6 +270,55 @@ TEST(V17SharedTopK, OfferKeepsTheBestTopkWhateverTheIndexOrder) {
       for (int s = 0; s < topk; ++s) EXPECT_EQ(idx[std::size_t(s) * 2], -5) << "the other thread's slot " << s;
     }
   }
+}
+
+// The answers' route: copy when asked; direct only when both output arrays have device addresses,
+// else copied with the arrays named; the parameter takes direct (the default) or copy only.
+TEST(V17Answers, RouteAndParameter) {
+  using knn::gpu::v17::route_answers;
+  for (bool i : {false, true})
+    for (bool d : {false, true}) {
+      const auto copy = route_answers("copy", i, d);
+      EXPECT_FALSE(copy.direct);
+      EXPECT_EQ(copy.text, "answers copied after the join (answers=copy)");
+      const auto direct = route_answers("direct", i, d);
+      EXPECT_EQ(direct.direct, i && d) << i << d;
+      if (i && d) continue;
+      const std::string which = !i && !d ? "indices and distances" : (!i ? "indices" : "distances");
+      EXPECT_NE(direct.text.find("answers=direct not taken: the output's " + which + " are not pinned"), std::string::npos)
+          << direct.text;
+    }
+  EXPECT_EQ(ParamValues("v17", knn::gpu::v17_params(), {}).text("answers"), "direct");
+  EXPECT_EQ(ParamValues("v17", knn::gpu::v17_params(), {{"answers", "copy"}}).text("answers"), "copy");
+  for (const char* bad : {"", "1", "2", "Direct", "chunks", "copy "})
+    EXPECT_THROW(ParamValues("v17", knn::gpu::v17_params(), {{"answers", bad}}), ParamError) << bad;
+}
+
+// The direct rows' slot walk over real packed trees: the threads of each leaf's block (the fan-out
+// rounded up to warps, thread t taking slots t, t + threads, ...) write every slot of the m × topk
+// output exactly once, consecutive threads on consecutive slots of one row.
+TEST(V17Answers, LeafSlotWalkWritesEverySlotOnce) {
+  for (std::int64_t m : {1, 5, 31, 33, 1000, 4097})
+    for (int fanout : {16, 23, 32, 64})
+      for (int topk : {1, 5, 32, 33}) {
+        std::vector<float> pts(std::size_t(m) * 2);
+        generate_points(Distribution::duplicates, 4800 + m, PointSet::queries, 2, std::size_t(m), pts.data());
+        const str::Tree t = str::build_host(pts.data(), m, 2, fanout);
+        const int threads = (fanout + 31) / 32 * 32;
+        std::vector<int> written(std::size_t(m) * topk, 0);
+        for (std::int64_t leaf = 0; leaf < t.shape.leaves(); ++leaf) {
+          const int first = t.begin[leaf], slots = (t.end[leaf] - first) * topk;
+          for (int th = 0; th < threads; ++th)
+            for (int e = th; e < slots; e += threads) {
+              const std::size_t at = knn::gpu::v17::leaf_slot(t.index.data(), first, e, topk);
+              ASSERT_LT(at, written.size());
+              ++written[at];
+              if (e % topk > 0) EXPECT_EQ(at, knn::gpu::v17::leaf_slot(t.index.data(), first, e - 1, topk) + 1);
+            }
+        }
+        const std::string name = fmt::format("m {} fan-out {} topk {}", m, fanout, topk);
+        EXPECT_EQ(std::count(written.begin(), written.end(), 1), std::ptrdiff_t(written.size())) << name;
+      }
 }
 
 TEST(V17Supports, FanoutParameterAndSharedMemoryLimit) {

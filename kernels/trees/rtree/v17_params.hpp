@@ -9,7 +9,11 @@
 namespace knn::gpu {
 
 inline std::vector<ParamDecl> v17_params() {
-  return {ParamDecl::integer("fanout", 32, str::kMinFanout, str::kMaxFanout, "the R-tree's fan-out (default 32)", "KNN_V17_FANOUT")};
+  return {ParamDecl::integer("fanout", 32, str::kMinFanout, str::kMaxFanout, "the R-tree's fan-out (default 32)", "KNN_V17_FANOUT"),
+          ParamDecl::choice("answers", "direct", {"direct", "copy"},
+                            "how the answers reach the output: direct (the join kernel writes each finished query leaf's rows "
+                            "into the pinned output, overlapping the copy with the join; copied where the output is not "
+                            "pinned) or copy (one copy after the join); default direct")};
 }
 
 }  // namespace knn::gpu

@@ -9,7 +9,9 @@
 // MINDIST to that leaf does not exceed its K-th distance scans them into its top-k heap in shared
 // memory (kernels/device/shared_topk.cuh, full (distance, index) rule: no sort of all distances).
 // Distances use v0's float roundings, so rows equal v0's, ties included. A self-join packs one tree
-// and skips each query's own row.
+// and skips each query's own row. With v17.answers=direct (the default) and a pinned output, each
+// block also writes its leaf's finished rows into the output itself, so the answers' copy runs
+// during the join (v17_answers.hpp says why a copy engine cannot: a leaf's rows are scattered).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include "kernels/device/topk_supports.hpp"
 #include "kernels/device/warp_reduce.cuh"
 #include "kernels/trees/rtree/str_pack_gpu.hpp"
+#include "kernels/trees/rtree/v17_answers.hpp"
 #include "kernels/trees/rtree/v17_params.hpp"
 
 namespace {
@@ -63,8 +66,10 @@ struct JoinArgs {
   TreeView p, q;
   int dim, topk, fanout, stack_capacity;
   bool self_join;
-  std::int32_t* out_indices;
+  std::int32_t* out_indices;  // device rows, at each query's own row (read back by the block: no __restrict__)
   float* out_distances;
+  std::int32_t* host_indices;  // answers=direct: the pinned output's device addresses; else null
+  float* host_distances;
   int* overflow;  // set to 1 when a block's stack would overflow
 };
 
@@ -224,6 +229,18 @@ __global__ void __launch_bounds__(kMaxBlock) rtree_join_kernel(const JoinArgs a)
       bound = __uint_as_float(all);
     }
     if (active) list.store(a.out_indices + std::size_t(qid) * a.topk, a.out_distances + std::size_t(qid) * a.topk);
+    if (a.host_indices != nullptr) {
+      // answers=direct: the leaf's rows, just stored by its threads (visible to the whole block after
+      // the barrier; no other block writes them), go on to the pinned output. Consecutive threads
+      // take consecutive slots of one row, so at topk >= 32 a warp writes 128 contiguous bytes.
+      __syncthreads();
+      const int slots = (qe - qb) * a.topk;
+      for (int e = t; e < slots; e += threads) {
+        const std::size_t at = knn::gpu::v17::leaf_slot(a.q.index, qb, e, a.topk);
+        a.host_indices[at] = a.out_indices[at];
+        a.host_distances[at] = a.out_distances[at];
+      }
+    }
     __syncthreads();  // the next leaf reuses the shared arrays
   }
 }
@@ -252,6 +269,17 @@ void dispatch(const JoinArgs& a, cudaStream_t stream) {
 
 // The fan-out: the parameter fanout (an integer in [16, 64], default 32).
 int fanout_of(const knn::ParamValues& params) { return int(params.integer("fanout")); }
+// The device address of pinned host memory (cudaMallocHost, mapped through unified addressing); null
+// for anything else (pageable memory, a device pointer).
+void* mapped_address(void* host) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, host) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a pointer the runtime knows: clear the error, copy instead
+    return nullptr;
+  }
+  return attr.type == cudaMemoryTypeHost ? attr.devicePointer : nullptr;
+}
+
 bool set_by_user(const knn::ParamValues& params) {
   const std::vector<std::string>& set = params.set_names();
   return std::find(set.begin(), set.end(), "fanout") != set.end();
@@ -302,28 +330,37 @@ void v17_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   const str::DeviceTree& qtree = p.self_join ? ptree : *own_qtree;
 
+  void* host_indices = mapped_address(out.indices);
+  void* host_distances = mapped_address(out.distances);
+  const auto route = knn::gpu::v17::route_answers(ctx.env.params.text("answers"), host_indices != nullptr,
+                                                  host_distances != nullptr);
   JoinArgs a{view_of(ptree), view_of(qtree), p.dim, p.topk, fanout, stack_capacity(ptree.shape), p.self_join,
-             indices.data(), distances.data(), overflow.data()};
-  timer.begin("join");
+             indices.data(), distances.data(),
+             route.direct ? static_cast<std::int32_t*>(host_indices) : nullptr,
+             route.direct ? static_cast<float*>(host_distances) : nullptr, overflow.data()};
+  // Direct: one phase, the join and the answers' copy together (they overlap; never shown as serial).
+  timer.begin(route.direct ? "join_d2h" : "join");
   dispatch(a, stream);
   timer.end();
-  timer.begin("d2h");
-  cuda::download_answers(p, indices.data(), distances.data(), out, stream);
+  if (!route.direct) {
+    timer.begin("d2h");
+    cuda::download_answers(p, indices.data(), distances.data(), out, stream);
+  }
   KNN_CUDA_TRY(cudaMemcpyAsync(overflow_host.data(), overflow.data(), sizeof(int), cudaMemcpyDeviceToHost, stream));
-  timer.end();
+  if (!route.direct) timer.end();
   stream.synchronize();
   if (*overflow_host.data() != 0)
     throw std::runtime_error(fmt::format("v17: a join block's stack of {} entries overflowed (tree of {} levels, "
                                          "fan-out {}): answers incomplete",
                                          a.stack_capacity, ptree.shape.levels(), fanout));
   timer.report(ctx.timing);
-  ctx.path = fmt::format("{}, fan-out {} ({}), P tree {} levels / {} leaves, {}, stack of {}, heaps of {} in shared memory",
+  ctx.path = fmt::format("{}, fan-out {} ({}), P tree {} levels / {} leaves, {}, stack of {}, heaps of {} in shared memory; {}",
                          compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"),
                          fanout, set_by_user(ctx.env.params) ? "set by fanout" : "default", ptree.shape.levels(),
                          ptree.shape.leaves(),
                          p.self_join ? std::string("self-join: one tree, own row skipped")
                                      : fmt::format("Q tree {} leaves", qtree.shape.leaves()),
-                         a.stack_capacity, p.topk);
+                         a.stack_capacity, p.topk, route.text);
 }
 
 std::size_t v17_device_bytes(const knn::Problem& p, const knn::Environment& env) {
