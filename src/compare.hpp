@@ -89,7 +89,8 @@ struct ComparedPair {
   bool under_min_change = false;
   // What each side's answer was validated against (ValidationReport::ground_truth; "" when not validated).
   std::string a_ground_truth, b_ground_truth;
-  // The host canaries' ratio B/A (as a time: > 1 the host of B was slower) when the verdict is host_drift.
+  // The host canaries' ratio B/A (as a time: > 1 the host of B was slower) when the verdict is host_drift
+  // and that ratio is beyond the threshold; 0 when only a run's own spread made it host_drift.
   double host_ratio = 0;
   double effect_pct() const { return 100 * (ratio - 1); }
 };
@@ -175,14 +176,20 @@ struct HostShift {
   bool known = false;
   double cpu_ratio = 0;  // B/A of the CPU loop's time
   double mem_ratio = 0;  // A/B of the bandwidth: > 1 when B's memory was slower
-  // The one of the two farther from 1, as a time ratio; drifted: beyond --threshold.
+  // Within each file: the larger of the canary's max/min for the CPU loop and for the bandwidth.
+  double spread_a = 0, spread_b = 0;
+  // The one of the two ratios farther from 1, as a time ratio.
   double ratio() const;
+  // Either file's host changed speed during its own run (a spread over kCanarySpreadWarning, the
+  // threshold at which `report` warns): its host-side times do not compare with anything.
+  bool unsteady() const;
+  // The ratio beyond --threshold, or unsteady.
   bool drifted(double min_effect_pct) const;
 };
 HostShift host_shift(const std::vector<Result>& a, const std::vector<Result>& b);
 // Whether a result's time depends on the host: it used no GPU, or its family is cpu, or its host
 // phase `build` (a tree built on the host) takes at least half of its median, or its GPUs were busy
-// for under half of its median (launch-bound: gpu_busy.hpp).
+// for under 90 % of its median (host_bound: gpu_busy.hpp).
 bool depends_on_host(const Result& r);
 // p's SLOWER (FASTER) becomes HOST DRIFT when both results depend on the host and the host drifted
 // slower (faster) beyond --threshold; returns p.

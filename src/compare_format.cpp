@@ -82,7 +82,7 @@ std::string format_compare(const CompareReport& rep, bool md) {
     if (p.hidden) continue;
     rows.push_back({p.version, std::to_string(p.case_id), format_ms(p.a_median_ms), fmt_noise(p.a_noise_pct), format_ms(p.b_median_ms),
                     fmt_noise(p.b_noise_pct), fmt::format("{}/{}", p.a_samples, p.b_samples), fmt_effect(p.effect_pct()), fmt_p(p.p_value),
-                    p.verdict == Verdict::host_drift ? fmt::format("{} x{:.2f}", verdict_cell(p.verdict, md), p.host_ratio)
+                    p.verdict == Verdict::host_drift && p.host_ratio > 0 ? fmt::format("{} x{:.2f}", verdict_cell(p.verdict, md), p.host_ratio)
                                                      : verdict_cell(p.verdict, md)});
   }
   const CompareOptions& o = rep.options;

@@ -35,8 +35,8 @@ double gpu_busy_share(const ResultGpuBusy& busy, double median_ms) {
   return std::min(1.0, busy.busy_ms / median_ms);
 }
 
-bool launch_bound(const ResultGpuBusy& busy, double median_ms) {
-  return busy.measured() && median_ms > 0 && gpu_busy_share(busy, median_ms) < kLaunchBoundShare;
+bool host_bound(const ResultGpuBusy& busy, double median_ms) {
+  return busy.measured() && median_ms > 0 && gpu_busy_share(busy, median_ms) < kGpuBoundShare;
 }
 
 #ifdef KNN_HAVE_CUPTI

@@ -76,7 +76,7 @@ std::string canary_spread_text(const RunInfo& info, const std::vector<Result>& r
 // "none" when decided without one, "" when not decided; its x_floor ("2.31"), "" without one.
 std::string floor_ms_text(const Result& r);
 std::string x_floor_text(const Result& r);
-// A GPU result's busy share of its median in percent ("37", "12 host-bound" under kLaunchBoundShare),
+// A GPU result's busy share of its median in percent ("97", "37 host-bound" under kGpuBoundShare),
 // "-" when it was not traced (the note says why), "" when not decided (gpu_busy.hpp).
 std::string gpu_busy_text(const Result& r);
 // The summary table's last row: under each "case N" of `head`, the fastest version's x_floor and

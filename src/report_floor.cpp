@@ -23,7 +23,7 @@ std::string gpu_busy_text(const Result& r) {
   if (!r.gpu_busy.decided || !timed(r.status)) return "";
   if (!r.gpu_busy.measured()) return "-";
   const double share = gpu_busy_share(r.gpu_busy, r.stats.median);
-  return fmt::format("{:.0f}{}", 100 * share, launch_bound(r.gpu_busy, r.stats.median) ? " host-bound" : "");
+  return fmt::format("{:.0f}{}", 100 * share, host_bound(r.gpu_busy, r.stats.median) ? " host-bound" : "");
 }
 
 std::vector<std::string> floor_row(const std::vector<Result>& results, const std::vector<std::string>& head) {

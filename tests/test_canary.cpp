@@ -176,6 +176,25 @@ TEST(CompareCanary, AHostThatGotFasterStillLeavesHostResultsToAb) {
   EXPECT_EQ(rep.slower, 2);
 }
 
+// Equal medians, but the host of run A changed speed during the run (one reading 1.5x slower: the
+// spread at which `report` warns): A's host-side times compare with nothing, B's GPU results keep
+// their verdicts. An H100 machine gave such a pair: medians 0.2 % apart, spreads 1.52 and 1.17, and
+// 13 host-side results up to 37 % FASTER.
+TEST(CompareCanary, AHostThatChangedSpeedWithinARunLeavesHostResultsToAb) {
+  auto [a, b] = twin_files(1, 1);
+  a["results"][0]["canary"]["cpu_ms_after"] = 1.5;
+  const knn::CompareReport rep = knn::compare_documents(a, b, knn::CompareOptions{});
+  for (const auto& p : rep.pairs)
+    EXPECT_EQ(p.verdict, p.version == "v0" ? Verdict::host_drift : Verdict::slower) << p.version << " case " << p.case_id;
+  EXPECT_EQ(rep.slower, 2);
+  const std::string text = knn::format_compare(rep, false);
+  EXPECT_NE(text.find("the host changed speed during run A"), std::string::npos) << text;
+  EXPECT_EQ(text.find("the hosts ran at different speeds"), std::string::npos) << text;
+  // Under the warning's threshold (1.2): the verdicts stand.
+  a["results"][0]["canary"]["cpu_ms_after"] = 1.2;
+  for (const auto& p : knn::compare_documents(a, b, knn::CompareOptions{}).pairs) EXPECT_EQ(p.verdict, Verdict::slower) << p.version;
+}
+
 TEST(CompareCanary, DependsOnHost) {
   knn::Result r = result(0, "v11", "tree", true, 2.0, 1, 0, 0);
   EXPECT_FALSE(knn::depends_on_host(r));

@@ -46,18 +46,18 @@ TEST(BusyTime, CoveredLengthIsTheUnionOfIntervals) {
   EXPECT_EQ(knn::covered_length({{0, 4}, {6, 8}, {1, 2}, {7, 9}}), 7);
 }
 
-TEST(BusyTime, LaunchBoundBelowHalfTheMedian) {
+TEST(BusyTime, HostBoundBelowNinetyPerCentOfTheMedian) {
   EXPECT_DOUBLE_EQ(knn::gpu_busy_share(busy(0.3, 1.2), 1.0), 0.3);
   EXPECT_DOUBLE_EQ(knn::gpu_busy_share(busy(1.5, 1.6), 1.0), 1.0);  // capped: the median came from quieter calls
-  EXPECT_TRUE(knn::launch_bound(busy(0.49, 1.0), 1.0));
-  EXPECT_FALSE(knn::launch_bound(busy(0.5, 1.0), 1.0));
-  EXPECT_TRUE(knn::launch_bound(busy(0.0, 1.0), 1.0));  // a call that kept no GPU busy at all
-  EXPECT_FALSE(knn::launch_bound(busy(0.1, 1.0), 0.0));  // no median: nothing to compare with
+  EXPECT_TRUE(knn::host_bound(busy(0.89, 1.0), 1.0));
+  EXPECT_FALSE(knn::host_bound(busy(0.9, 1.0), 1.0));
+  EXPECT_TRUE(knn::host_bound(busy(0.0, 1.0), 1.0));  // a call that kept no GPU busy at all
+  EXPECT_FALSE(knn::host_bound(busy(0.1, 1.0), 0.0));  // no median: nothing to compare with
   ResultGpuBusy not_traced = busy(0, 0);
   not_traced.note = "not traced: a reason";
   EXPECT_FALSE(not_traced.measured());
-  EXPECT_FALSE(knn::launch_bound(not_traced, 1.0));
-  EXPECT_FALSE(knn::launch_bound(ResultGpuBusy{}, 1.0));  // not decided
+  EXPECT_FALSE(knn::host_bound(not_traced, 1.0));
+  EXPECT_FALSE(knn::host_bound(ResultGpuBusy{}, 1.0));  // not decided
 }
 
 // Without a GPU (or without CUPTI in the build) the trace says why and does not run the call; with
@@ -101,13 +101,13 @@ knn::Result gpu_result(int case_id, const std::string& version, double center, u
 }
 
 // Side B 1.3x slower on both results, its host `host` times slower: v2 kept its GPU busy 20 % of
-// its call, v4 90 %.
+// its call, v4 98 % (GPU-bound).
 std::pair<json, json> twin_files(double host) {
   std::vector<knn::Result> a, b;
   a.push_back(gpu_result(5, "v2", 2.0, 1, 1.0, busy(0.4, 2.2)));
   b.push_back(gpu_result(5, "v2", 2.6, 2, host, busy(0.4, 2.9)));
-  a.push_back(gpu_result(5, "v4", 2.0, 3, 1.0, busy(1.8, 2.0)));
-  b.push_back(gpu_result(5, "v4", 2.6, 4, host, busy(2.3, 2.6)));
+  a.push_back(gpu_result(5, "v4", 2.0, 3, 1.0, busy(1.96, 2.0)));
+  b.push_back(gpu_result(5, "v4", 2.6, 4, host, busy(2.55, 2.6)));
   knn::RunInfo info;
   info.complete = true;
   return {json::parse(knn::results_to_json(info, a).dump()), json::parse(knn::results_to_json(info, b).dump())};
@@ -120,7 +120,7 @@ TEST(BusyTime, ALaunchBoundGpuResultIsHostDriftWhenTheHostsDiffer) {
     ASSERT_EQ(rep.pairs.size(), 2u);
     for (const auto& p : rep.pairs) EXPECT_EQ(p.verdict, p.version == "v2" ? Verdict::host_drift : Verdict::slower) << p.version;
     EXPECT_EQ(rep.slower, 1);
-    EXPECT_NE(knn::format_compare(rep, false).find("GPUs busy under half the call"), std::string::npos);
+    EXPECT_NE(knn::format_compare(rep, false).find("GPUs busy under 90 % of the call"), std::string::npos);
   }
   {  // the same hosts: both are SLOWER, the launch-bound one too
     const auto [a, b] = twin_files(1.0);
@@ -137,10 +137,10 @@ TEST(BusyTime, WrittenReadBackAndShownInTheTable) {
   EXPECT_TRUE(doc.results[0].gpu_busy.measured());
   EXPECT_DOUBLE_EQ(doc.results[0].gpu_busy.busy_ms, 0.4);
   EXPECT_DOUBLE_EQ(doc.results[0].gpu_busy.span_ms, 2.2);
-  EXPECT_TRUE(knn::launch_bound(doc.results[0].gpu_busy, doc.results[0].stats.median));
-  EXPECT_FALSE(knn::launch_bound(doc.results[1].gpu_busy, doc.results[1].stats.median));
+  EXPECT_TRUE(knn::host_bound(doc.results[0].gpu_busy, doc.results[0].stats.median));
+  EXPECT_FALSE(knn::host_bound(doc.results[1].gpu_busy, doc.results[1].stats.median));
   EXPECT_EQ(knn::gpu_busy_text(doc.results[0]), "20 host-bound");
-  EXPECT_EQ(knn::gpu_busy_text(doc.results[1]), "90");
+  EXPECT_EQ(knn::gpu_busy_text(doc.results[1]), "98");
 
   // A note instead of the numbers reads back as not traced, and shows "-".
   json noted = a;
@@ -212,10 +212,17 @@ TEST(GpuBusyTrace, ADeviceBoundCallIsBusyAndAHostWaitIsNot) {
   void* buffer = nullptr;
   const std::size_t bytes = std::size_t(1) << 30;
   ASSERT_EQ(cudaMalloc(&buffer, bytes), cudaSuccess);
-  const ResultGpuBusy device_bound = knn::trace_gpu_busy([&] {
+  const auto memsets = [&] {
     for (int i = 0; i < 20; ++i) cudaMemsetAsync(buffer, i, bytes);
     cudaDeviceSynchronize();
-  });
+  };
+  memsets();  // untimed: the first touch of the buffer
+  const auto t0 = std::chrono::steady_clock::now();
+  memsets();
+  const double untraced_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Compared with the untraced call, as the harness compares with the median: enabling the trace
+  // costs its first launch milliseconds (9.2 ms traced against 6.6 ms busy on an H100).
+  const ResultGpuBusy device_bound = knn::trace_gpu_busy(memsets);
   const ResultGpuBusy host_bound = knn::trace_gpu_busy([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     cudaMemsetAsync(buffer, 1, std::size_t(1) << 20);
@@ -224,7 +231,7 @@ TEST(GpuBusyTrace, ADeviceBoundCallIsBusyAndAHostWaitIsNot) {
   cudaFree(buffer);
   ASSERT_TRUE(device_bound.measured()) << device_bound.note;
   ASSERT_TRUE(host_bound.measured()) << host_bound.note;
-  EXPECT_GT(device_bound.busy_ms, 0.8 * device_bound.span_ms) << device_bound.busy_ms << " of " << device_bound.span_ms << " ms";
+  EXPECT_GT(device_bound.busy_ms, 0.9 * untraced_ms) << device_bound.busy_ms << " ms busy, the call untraced " << untraced_ms << " ms";
   EXPECT_LE(device_bound.busy_ms, device_bound.span_ms);
   EXPECT_GT(host_bound.busy_ms, 0);
   EXPECT_LT(host_bound.busy_ms, 0.1 * host_bound.span_ms) << host_bound.busy_ms << " of " << host_bound.span_ms << " ms";
