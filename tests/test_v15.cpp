@@ -1071,18 +1071,18 @@ TEST(V15Int8Plan, ChunksCoverTheRowsOnceOnAlignedBoundaries) {
   EXPECT_EQ(gpu::int8_chunk_rows(5, 7), (std::vector<int>{0, 5}));
 }
 
-// The rule (auto): about kInt8ChunkBytes of float references a chunk, at most kInt8MaxChunks, one
-// chunk under 1.5 of them and for self-joins; "1" is the unpipelined path. Fashion-MNIST (k = 784,
-// n = 60 000: 179.4 MiB) takes 11 chunks of 5504 rows, all 10 000 queries in one round of each.
+// The rule (auto): sqrt(reference bytes / kInt8ChunkCostBytes) chunks, at most kInt8MaxChunks, one
+// for self-joins; "1" is the unpipelined path. Fashion-MNIST (k = 784, n = 60 000: 179.4 MiB) takes
+// 8 chunks of 7552 rows, all 10 000 queries in one round of each.
 TEST(V15Int8Plan, ChunkRuleAndTheMemoryItNeeds) {
   Problem p{784, 10000, 60000, 100, nullptr, nullptr};
   p.values = ValueTraits{true, true, 0.f, 255.f};
   const gpu::Int8Plan a = gpu::plan_int8(p, gpu::Int8Mode::automatic);
   ASSERT_TRUE(a.chosen) << a.why;
-  EXPECT_EQ(a.chunks(), 11);
+  EXPECT_EQ(a.chunks(), 8);  // sqrt(188 MB / 3.28 MB) = 7.6
   EXPECT_TRUE(a.pipelined());
-  EXPECT_EQ(a.chunk_rows[1], 5504);
-  EXPECT_EQ(a.chunk_stride, 5504);
+  EXPECT_EQ(a.chunk_rows[1], 7552);  // 60000 / 8 = 7500, up to a multiple of 64
+  EXPECT_EQ(a.chunk_stride, 7552);
   EXPECT_EQ(a.query_chunk, 10000);
   EXPECT_NE(a.chunks_why.find("int8_chunks=auto"), std::string::npos) << a.chunks_why;
   // Two rounds of dot products (under the cap together) and the carried keys, besides the serial path's buffers.
@@ -1103,12 +1103,15 @@ TEST(V15Int8Plan, ChunkRuleAndTheMemoryItNeeds) {
   EXPECT_EQ(self.chunks(), 1);
   EXPECT_NE(self.chunks_why.find("self-join"), std::string::npos) << self.chunks_why;
   p.self_join = false, p.m = 10000;
-  // Small: 20 MiB of references stay in one chunk; 24 MiB and more are cut; 256 MiB hit the cap of 16.
-  p.dim = 128, p.n = 40960;  // 20 MiB
+  // The rule: 2 MiB of references stay in one chunk (sqrt 0.64), 20 MiB make 3 (sqrt 6.4), 256 MiB 9
+  // (sqrt 81.8), 1 GiB the cap of 16 (sqrt 327).
+  p.dim = 128, p.n = 4096;  // 2 MiB
   EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), 1);
-  p.n = 49152;  // 24 MiB
-  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), 2);
+  p.n = 40960;  // 20 MiB
+  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), 3);
   p.dim = 64, p.n = 1 << 20;  // 256 MiB
+  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), 9);
+  p.dim = 256;  // 1 GiB
   EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic).chunks(), gpu::kInt8MaxChunks);
 }
 

@@ -36,11 +36,16 @@ inline constexpr std::size_t kInt8DotBytes = std::size_t(1) << 30;
 
 // The references' copy in chunks under the search (v15.int8_chunks): chunk boundaries are multiples
 // of kInt8ChunkAlign rows (every chunk but the last a whole number of 4-row groups, as the GEMM's
-// leading dimension needs, and of the GEMM's 64-row tiles); `auto` cuts the float references into
-// chunks of about kInt8ChunkBytes, at most kInt8MaxChunks (docs/v15.md: the arithmetic). Self-joins
-// copy and search unchunked (their queries are every chunk).
+// leading dimension needs, and of the GEMM's 64-row tiles). Self-joins copy and search unchunked
+// (their queries are every chunk). `auto`: each chunk costs about 0.06 ms of its own (launches,
+// events, a GEMM and a selection over fewer rows) and the first chunk's copy is not hidden, so with
+// A the references' copy a call takes about the queries' copy + A / C + the compute + 0.06 ms · C,
+// least at C = sqrt(A / 0.06 ms): in bytes, sqrt(bytes / kInt8ChunkCostBytes), the bytes one chunk's
+// own cost would copy at the H100's 54.7 GB/s. Measured on Fashion-MNIST (179 MiB of references, an
+// H100): 8 chunks 5.72 ms, 11 chunks 5.78, 16 chunks 5.91 (top-100: 6.46, 6.54, 6.66); the rule gives
+// 8. At most kInt8MaxChunks (docs/v15.md).
 inline constexpr int kInt8ChunkAlign = 64;
-inline constexpr std::size_t kInt8ChunkBytes = std::size_t(16) << 20;
+inline constexpr double kInt8ChunkCostBytes = 0.06e-3 * 54.7e9;
 inline constexpr int kInt8MaxChunks = 16;
 inline constexpr int kInt8ChunksAuto = 0;  // v15.int8_chunks=auto
 

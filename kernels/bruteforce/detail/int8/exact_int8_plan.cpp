@@ -64,9 +64,9 @@ Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks) {
   if (p.self_join) {
     wanted = 1, plan.chunks_why = "a self-join: its queries are every chunk";
   } else if (chunks == kInt8ChunksAuto) {
-    wanted = int(std::clamp<std::size_t>((reference_bytes + kInt8ChunkBytes / 2) / kInt8ChunkBytes, 1, kInt8MaxChunks));
-    plan.chunks_why = fmt::format("int8_chunks=auto: {:.1f} MiB of references in chunks of about {} MiB", reference_bytes / 1048576.0,
-                                  kInt8ChunkBytes >> 20);
+    wanted = int(std::clamp<long>(std::lround(std::sqrt(double(reference_bytes) / kInt8ChunkCostBytes)), 1, kInt8MaxChunks));
+    plan.chunks_why = fmt::format("int8_chunks=auto: {:.1f} MiB of references, sqrt of their copy over a chunk's own 0.06 ms",
+                                  reference_bytes / 1048576.0);
   } else {
     plan.chunks_why = fmt::format("int8_chunks={}", chunks);
   }
