@@ -39,7 +39,8 @@
 #                        (default 0-7: cases 8-11 hold calls of 0.1-8 s for them), one sample after a
 #                        warm-up per process                                               -> ab/same-cpu.*
 #              same-cpu-large  the same on cases 8-11, one call a process and no warm-up (v0 takes
-#                        0.05-8 s a call there)                                         -> ab/same-cpu-large.*
+#                        0.05-14 s a call there), one experiment per group of AB_CPU_LARGE_GROUPS
+#                        (default "v0 v10,v12 v11,v13")                 -> ab/same-cpu-large-GROUP.*
 #              slowed    test-only t7 (v0 slowed) and t8 (v4 with more work) slowed by SLOWDOWN_PCT %
 #                        against 0 %, beside v0-v7, cases AB_SLOWED_CASES (default 4-8)  -> ab/slowed.*
 #              paired    t7 and t8 slowed by SLOWDOWN_PCT % against 0 %, --paired (both settings in each of
@@ -286,10 +287,16 @@ for step in "${steps[@]}"; do
         log "ab same-cpu: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-cpu.log"
       fi
       if [[ $parts == *" same-cpu-large "* ]]; then
-        log "ab same-cpu-large: same binary as A and B, cases 8-11, ${AB_CPU_VERSIONS:=v0,v10-v13}, one call a process"
-        "$bin" ab --case 8-11 --version "$AB_CPU_VERSIONS" "${procs[@]}" --no-validate --warmup 0 --min-samples 1 --max-samples 1 \
-          --min-time 0 --json "$OUT/ab/same-cpu-large.json" --md "$OUT/ab/same-cpu-large.md" "${extra[@]}" >"$OUT/ab/same-cpu-large.log" 2>&1
-        log "ab same-cpu-large: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-cpu-large.log"
+        # One experiment per group of versions (a process of v0 takes about 17 s there, of v10 or v11
+        # 17-35 s: 16 processes of all five would take 17 minutes), each its own files.
+        for group in ${AB_CPU_LARGE_GROUPS:-v0 v10,v12 v11,v13}; do
+          tag=${group//,/}
+          log "ab same-cpu-large: same binary as A and B, cases 8-11, $group, one call a process"
+          "$bin" ab --case 8-11 --version "$group" "${procs[@]}" --no-validate --warmup 0 --min-samples 1 --max-samples 1 \
+            --min-time 0 --json "$OUT/ab/same-cpu-large-$tag.json" --md "$OUT/ab/same-cpu-large-$tag.md" "${extra[@]}" \
+            >"$OUT/ab/same-cpu-large-$tag.log" 2>&1
+          log "ab same-cpu-large $group: exit $? (expected 0: no SLOWER)"; tail -n 4 "$OUT/ab/same-cpu-large-$tag.log"
+        done
       fi
       if [[ $parts == *" slowed "* ]]; then
         pct=${SLOWDOWN_PCT:-10}
