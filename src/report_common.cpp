@@ -39,7 +39,11 @@ std::string format_ms(double ms) {
 
 double phase_median(const Result& r, const std::string& phase) {
   const auto it = r.phase_samples_ms.find(phase);
-  if (it == r.phase_samples_ms.end() || it->second.empty()) return -1;
+  if (it == r.phase_samples_ms.end()) return -1;
+  if (it->second.empty()) {  // a trimmed file: the median it recorded
+    const auto recorded = r.phase_recorded_median_ms.find(phase);
+    return recorded != r.phase_recorded_median_ms.end() ? recorded->second : -1;
+  }
   return median_of(it->second);
 }
 

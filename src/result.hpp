@@ -66,6 +66,9 @@ struct Result {
   ResultHostFacts host_facts;  // where the inputs lay, the CPUs and their frequency, with the canary
   std::map<std::string, std::vector<double>> phase_samples_ms;  // build, query, h2d, kernel, d2h, ...
   std::map<int, std::map<std::string, std::vector<double>>> device_phase_samples_ms;
+  // Read only: a phase's recorded median where its file kept no per-sample times (files trimmed to
+  // fit results/ in 5 MB); the tables show it instead of nothing.
+  std::map<std::string, double> phase_recorded_median_ms;
   // What the harness found in the inputs (whole numbers, their range), for the floor; not written:
   // the floor records what it used.
   ValueTraits values;

@@ -293,8 +293,8 @@ std::vector<double> read_samples(const Fields& f, const json& v, const std::stri
 }
 
 // {"build": {"samples_ms": [...], "median_ms": ..., ...}, ...}: a phase without raw samples reads
-// as empty; with them, its count, median, min and max must be theirs.
-std::map<std::string, std::vector<double>> read_phases(const Fields& f, const json& phases, const std::string& w) {
+// as empty (its median into `recorded`); with them, its count, median, min and max must be theirs.
+std::map<std::string, std::vector<double>> read_phases(const Fields& f, const json& phases, const std::string& w, std::map<std::string, double>* recorded = nullptr) {
   f.expect_object(phases, w);
   std::map<std::string, std::vector<double>> out;
   for (const auto& [name, ph] : phases.items()) {
@@ -302,9 +302,10 @@ std::map<std::string, std::vector<double>> read_phases(const Fields& f, const js
     f.only(ph, pw, {"median_ms", "min_ms", "max_ms", "samples", "samples_ms"});
     const json* s = f.maybe(ph, "samples_ms", pw);
     std::vector<double>& samples = out[name] = s ? read_samples(f, *s, pw + ".samples_ms", name == kOtherPhase) : std::vector<double>{};
-    const long long count = f.opt_int(ph, "samples", pw, -1);
-    if (s && count >= 0 && std::size_t(count) != samples.size())
+    if (const long long count = f.opt_int(ph, "samples", pw, -1); s && count >= 0 && std::size_t(count) != samples.size())
       f.fail(pw + ".samples", fmt::format("{}, but samples_ms holds {} samples", count, samples.size()));
+    const double median = f.opt_number(ph, "median_ms", pw, kNaN);
+    if (samples.empty() && recorded && std::isfinite(median)) (*recorded)[name] = median;
     if (samples.empty()) continue;
     const Stats again = summarize(samples);
     for (const auto& [key, recomputed] : {std::pair{"median_ms", again.median}, std::pair{"min_ms", again.min}, std::pair{"max_ms", again.max}})
@@ -370,7 +371,7 @@ Result read_result(const Fields& f, const json& j, const std::string& w) {
   if (v && r.status == Status::skip) f.fail(w + ".validation", "expected null for a skipped result (it ran nothing to validate)");
   if (r.status == Status::pass && r.validated && !r.validation.pass)
     f.fail(w + ".status", "\"pass\", but its validation failed (a failed answer is a fail, or inexact for a peer)");
-  if (const json* p = f.maybe(j, "phases", w)) r.phase_samples_ms = read_phases(f, *p, w + ".phases");
+  if (const json* p = f.maybe(j, "phases", w)) r.phase_samples_ms = read_phases(f, *p, w + ".phases", &r.phase_recorded_median_ms);
   if (const json* dp = f.maybe(j, "device_phases", w)) {
     f.expect_object(*dp, w + ".device_phases");
     for (const auto& [dev, phases] : dp->items()) {

@@ -357,3 +357,24 @@ TEST(Reports, ResultsWithoutATimeHaveNullsAndEmptyCellsNeverZero) {
   EXPECT_NE(knn::summary_cell(rs[2]).find('~'), std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+namespace {
+
+// A file whose per-phase sample lists were trimmed away (results/ keeps some so, to stay in 5 MB)
+// still shows each phase's recorded median in the tables, never a placeholder number.
+TEST(ResultsSchema, ATrimmedFileShowsItsRecordedPhaseMedians) {
+  std::mt19937 rng(fresh_seed());
+  json doc = small_document(rng);
+  json& phase = doc["results"][0]["phases"]["kernel"];
+  const double median = phase["median_ms"].get<double>();
+  phase.erase("samples_ms");
+  const knn::Result r = knn::read_results_document(doc, "trimmed.json").results[0];
+  EXPECT_TRUE(r.phase_samples_ms.at("kernel").empty());
+  EXPECT_DOUBLE_EQ(knn::phase_median(r, "kernel"), median);
+  EXPECT_NE(knn::version_phases_text(r).find("kernel " + knn::format_ms(median)), std::string::npos) << knn::version_phases_text(r);
+  // Without samples and without a median, nothing is invented.
+  phase.erase("median_ms");
+  EXPECT_EQ(knn::phase_median(knn::read_results_document(doc, "trimmed.json").results[0], "kernel"), -1);
+}
+
+}  // namespace
