@@ -183,7 +183,9 @@ struct HostShift {
   // Either file's host changed speed during its own run (a spread over kCanarySpreadWarning, the
   // threshold at which `report` warns): its host-side times do not compare with anything.
   bool unsteady() const;
-  // The ratio beyond --threshold, or unsteady.
+  // The medians' ratio beyond --threshold.
+  bool moved(double min_effect_pct) const;
+  // moved, or unsteady.
   bool drifted(double min_effect_pct) const;
 };
 HostShift host_shift(const std::vector<Result>& a, const std::vector<Result>& b);

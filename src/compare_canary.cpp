@@ -32,7 +32,9 @@ double HostShift::ratio() const {
 
 bool HostShift::unsteady() const { return known && std::max(spread_a, spread_b) > kCanarySpreadWarning; }
 
-bool HostShift::drifted(double min_effect_pct) const { return known && (std::abs(ratio() - 1) * 100 > min_effect_pct || unsteady()); }
+bool HostShift::moved(double min_effect_pct) const { return known && std::abs(ratio() - 1) * 100 > min_effect_pct; }
+
+bool HostShift::drifted(double min_effect_pct) const { return moved(min_effect_pct) || unsteady(); }
 
 HostShift host_shift(const std::vector<Result>& a, const std::vector<Result>& b) {
   const CanarySpread sa = file_spread(a), sb = file_spread(b);
@@ -65,7 +67,7 @@ ComparedPair with_host_drift(ComparedPair p, const Result& a, const Result& b, c
   if (p.verdict == Verdict::slower || p.verdict == Verdict::faster) {
     p.verdict = Verdict::host_drift;
     // The canaries' ratio where it moved; 0 where only a run's own spread did (the note says so).
-    p.host_ratio = std::abs(shift.ratio() - 1) * 100 > opts.min_effect_pct ? shift.ratio() : 0;
+    p.host_ratio = shift.moved(opts.min_effect_pct) ? shift.ratio() : 0;
   }
   return p;
 }
@@ -77,7 +79,7 @@ std::vector<std::string> host_drift_notes(const HostShift& shift, const CompareR
   int drifted = 0;
   for (const ComparedPair& p : rep.pairs) drifted += p.verdict == Verdict::host_drift;
   std::string why;
-  if (std::abs(shift.ratio() - 1) * 100 > threshold)
+  if (shift.moved(threshold))
     why = fmt::format("the hosts ran at different speeds: the canary's CPU loop took {:.3f}x as long in B, its memory read {:.3f}x as "
                       "long (beyond --threshold {}%)",
                       shift.cpu_ratio, shift.mem_ratio, threshold);

@@ -43,7 +43,9 @@ bool host_bound(const ResultGpuBusy& busy, double median_ms);
 // every device idle when it returns (the harness's calls synchronise). Not built with CUPTI, or
 // CUPTI refused (another profiler attached, no driver): a record with the note saying why, after
 // `call` did not run. Tracing is detached again before returning (cuptiFinalize): the timed calls
-// of the results that follow run without it.
+// of the results that follow run without it. Call it only where no other thread makes CUDA calls
+// (the harness's thread between results: a version's own threads have joined when its call returns),
+// as CUPTI's detach outside an API callback requires.
 ResultGpuBusy trace_gpu_busy(const std::function<void()>& call);
 
 }  // namespace knn

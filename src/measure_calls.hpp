@@ -48,7 +48,9 @@ class VersionCalls {
 
 // After the timed samples of a result that used a GPU: one more call, untimed, under CUPTI's trace
 // (gpu_busy.hpp) into r.gpu_busy; a note instead where it is not traced (--no-gpu-busy leaves it
-// undecided; under `lockstep` or for a call over kGpuBusyMaxCallMs the note says why).
+// undecided; under `lockstep`, for a call over kGpuBusyMaxCallMs or a traced call that threw, the
+// note says why). A traced call is followed by one more untraced call, whose answer is the one
+// validated.
 void probe_gpu_busy(VersionCalls& calls, bool uses_gpu, const MeasureOptions& opts, bool lockstep, Result& r);
 
 // The host canary (canary.hpp) started around a measurement of `p`'s inputs; off under --no-canary.

@@ -24,6 +24,8 @@ void read_result_gpu_busy(const json& j, const std::string& w, Result& r, const 
   if (!b.is_object()) fail(bw, fmt::format("{}, expected an object or null", shown_json(b)));
   refuse_unknown_fields(b, bw, {"busy_ms", "span_ms", "note"}, fail);
   if (!timed(r.status)) fail(bw, fmt::format("on a {} result (only a result with a time has one)", to_string(r.status)));
+  if (r.devices_used.empty()) fail(bw, "on a result that used no GPU (devices_used is empty)");
+  if (!b.contains("note")) fail(bw + ".note", "missing, expected a text or null");
   ResultGpuBusy out;
   out.decided = true;
   const json note = b.value("note", json());

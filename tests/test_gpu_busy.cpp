@@ -71,6 +71,7 @@ TEST(BusyTime, TracingAHostOnlyCallFindsNoBusyTimeOrSaysWhy) {
   ASSERT_TRUE(b.decided);
   if (!b.note.empty()) {
     EXPECT_EQ(b.note.rfind("not traced", 0), 0u) << b.note;
+    EXPECT_FALSE(ran);
     EXPECT_FALSE(b.measured());
     return;
   }
@@ -183,6 +184,8 @@ TEST(BusyTime, MalformedFieldsAreRefusedNamingFileFieldAndValue) {
       {[&](json& d) { busy_of(d)["busy_ms"] = 3.0; }, "results[0].gpu_busy.busy_ms", "over span_ms 2.2"},
       {[&](json& d) { busy_of(d)["note"] = "not traced: why"; }, "results[0].gpu_busy.busy_ms", "expected null"},
       {[&](json& d) { busy_of(d)["note"] = 7; }, "results[0].gpu_busy.note", "expected a text or null"},
+      {[&](json& d) { busy_of(d).erase("note"); }, "results[0].gpu_busy.note", "missing"},
+      {[&](json& d) { d["results"][0]["devices_used"] = json::array(); }, "results[0].gpu_busy", "used no GPU"},
       {[&](json& d) {
          d["results"][0]["status"] = "skip";
          d["results"][0]["reason"] = "no device";

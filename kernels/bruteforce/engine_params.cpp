@@ -9,8 +9,8 @@ std::vector<ParamDecl> engine_params() {
   return {
       P::mode("int8", "the exact int8 tensor-core path; auto: whole numbers within 256 values, k >= 16, m >= 32", "KNN_V15_INT8"),
       P::choice("int8_chunks", "auto", {"auto", "1", "2", "3", "4", "5", "6", "7", "8", "10", "12", "16", "24", "32"},
-                "the int8 path's references copied in chunks, each searched as it lands; auto: chunks of about 16 MiB, at most 16, "
-                "none for self-joins or under 24 MiB (1: one copy, then the search)"),
+                "the int8 path's references copied in chunks, each searched as it lands; auto: sqrt(reference bytes / 3.3 MB) chunks, "
+                "at most 16, one for self-joins and under about 7 MB (1: one copy, then the search)"),
       P::mode("tc", "the tensor-core (TF32) filter; auto: topk 1 at k >= 8, m >= 64, n >= 2^18; topk 2..32 at k >= 3, m >= 1024, n >= 2^18",
               "KNN_V15_TC"),
       P::mode("tc_split", "the tensor-core filter's values split into hi + lo TF32; auto: below 8 dimensions (on: k <= 8)",

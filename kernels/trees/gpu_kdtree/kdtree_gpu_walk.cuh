@@ -92,8 +92,8 @@ __device__ __forceinline__ float staged_distance(const Query<DIM>& q, const floa
 
 // Lane `lane` of L hands its share of leaf `leaf` to offer(distance, tree row), in the row order of
 // the leaf within the share. With `vec` and k compiled in, from a 16-byte aligned leaf, rows go G at a
-// time as whole float4s, G = 4 / gcd(DIM, 4) (4 rows of 3, 5 or 9 coordinates, 2 of 2, 1 of 4, 12 or
-// 16): G·DIM/4 16-byte loads instead of G·DIM 4-byte ones; lane takes groups lane, lane + L, ....
+// time as whole float4s, G = 4 / gcd(DIM, 4) (4 rows of 3, 5, 7 or 9 coordinates, 2 of 2, 1 of 4,
+// 8, 12 or 16): G·DIM/4 16-byte loads instead of G·DIM 4-byte ones; lane takes groups lane, lane + L, ....
 // The rest go one row at a time. The distances are row_distance's either way. (Loading the next group
 // before this group's distances measured slower at k = 5 and 9 on an H100: twice the registers.)
 template <int DIM, int L, typename Offer>

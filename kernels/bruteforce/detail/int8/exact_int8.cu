@@ -199,6 +199,12 @@ void search_pipelined(const Problem& p, const Int8Plan& plan, Neighbors out, Run
   cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), copy);
   cuda::StreamBuffer<float> distances(p.result_slots(), copy);
 
+  // Destroyed before the buffers (declared after them): on an exception, the GEMMs and selections
+  // already queued on the other two streams finish before the copy stream frees what they read.
+  struct JoinStreams {
+    cudaStream_t a, b;
+    ~JoinStreams() { (void)cudaStreamSynchronize(a), (void)cudaStreamSynchronize(b); }
+  } join{compute, selector};
   cuda::Event start, queries_copied, searched, done;
   std::vector<cuda::Event> copied(chunks);
   cuda::Event gemmed[2], selected[2];
