@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -26,6 +27,7 @@
 #include "devices.hpp"
 #include "kernels/bruteforce/engine.hpp"
 #include "kernels/bruteforce/detail/filters/tc_filter.hpp"
+#include "kernels/bruteforce/detail/filters/tc_tile.hpp"
 #include "kernels/bruteforce/detail/int8/exact_int8.hpp"
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 #include "kernels/bruteforce/detail/seed/scan_seed.hpp"
@@ -80,6 +82,9 @@ struct V15Case {
   std::string collect_balance = "";
   // v15.one_stream ("" leaves the default: off).
   std::string one_stream = "";
+  // The tile filter: v15.tc_tile ("" leaves the default) and whether it must run.
+  std::string tc_tile = "";
+  bool expect_tile = false;
   std::string name() const {
     return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
@@ -91,7 +96,8 @@ struct V15Case {
                        seed.empty() ? std::string() : "_seed" + seed,
                        collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores)) +
            (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance) +
-           (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks);
+           (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks) +
+           (tc_tile.empty() ? "" : "_tile" + tc_tile);
   }
 };
 
@@ -524,7 +530,7 @@ struct Points {
     }
     problem = Problem{c.dim, c.m, c.n, c.topk, c.self_join ? references.data() : queries.data(), references.data(),
                       c.self_join};
-    if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty() || !c.collect.empty())
+    if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty() || !c.collect.empty() || !c.tc_tile.empty())
       problem.values = examine_values(queries.data(), queries.size(), references.data(), references.size());
   }
 };
@@ -550,13 +556,13 @@ std::string check_against_v0(const V15Case& c) {
   Environment env;
   env.devices = {discovery().devices[0]};
   // Whole numbers would take the int8 path first: the filter's cases keep it off.
-  std::map<std::string, std::string> set{{"int8", c.int8.empty() && !(c.tc.empty() && c.f32.empty()) ? "off" : c.int8}};
+  std::map<std::string, std::string> set{{"int8", c.int8.empty() && !(c.tc.empty() && c.f32.empty() && c.tc_tile.empty()) ? "off" : c.int8}};
   for (const auto& [name, value] :
        {std::pair<const char*, const std::string&>{"tc", c.tc}, {"fp32_filter", c.f32}, {"fp32_queries", c.f32_queries},
         {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
         {"collect", c.collect}, {"collect_queries", c.collect_queries}, {"collect_scores", c.collect_scores},
         {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}, {"one_stream", c.one_stream},
-        {"int8_chunks", c.int8_chunks}})
+        {"int8_chunks", c.int8_chunks}, {"tc_tile", c.tc_tile}})
     if (!value.empty()) set[name] = value;
   if (set["int8"].empty()) set.erase("int8");
   env.params = params_for("v15", set);
@@ -579,6 +585,9 @@ std::string check_against_v0(const V15Case& c) {
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
   EXPECT_EQ(int8, !c.int8.empty()) << c.name() << ": the int8 path " << (int8 ? "ran" : "did not run") << ": " << ctx.path;
   const bool tc = ctx.path.find("tensor-core filter:") != std::string::npos;
+  if (!c.tc_tile.empty())
+    EXPECT_EQ(ctx.path.rfind("tile filter:", 0) == 0, c.expect_tile)
+        << c.name() << ": the tile filter " << (c.expect_tile ? "did not run" : "ran") << ": " << ctx.path;
   EXPECT_EQ(tc, c.expect_tc) << c.name() << ": the tensor-core filter " << (tc ? "ran" : "did not run") << ": " << ctx.path;
   if (!c.f32.empty()) {
     const bool f32 = ctx.path.find("fp32 filter:") != std::string::npos;
@@ -698,6 +707,44 @@ std::vector<V15Case> one_stream_cases() {
   return out;
 }
 
+// The tile filter (kernels/bruteforce/detail/filters/tc_tile.hpp), forced on: every k it takes (1..16),
+// topk 1..16, query tiles, warps and blocks cut short (m = 1, 7, 17, 129, 511, 513), rows not a
+// multiple of the 8-row group or of a 128-row stage, fewer rows than topk, one row, ties everywhere
+// (integers, duplicates), clusters, values far from 0, a wide band (whole numbers up to 10^6), several
+// chunks, self-joins; the automatic rule on both sides.
+std::vector<V15Case> tile_cases() {
+  std::vector<V15Case> out;
+  const auto add = [&](int dim, int m, int n, int topk, bool self_join = false, Distribution dist = Distribution::uniform,
+                       std::uint32_t integer_max = kDefaultIntegerMax, float offset = 0.f, int checked_rows = 0,
+                       std::string mode = "on", bool expect = true) {
+    V15Case c = make(dim, m, n, topk, self_join, dist, integer_max, checked_rows);
+    c.tc_tile = std::move(mode);
+    c.expect_tile = expect;
+    c.offset = offset;
+    out.push_back(c);
+  };
+  for (int dim : {1, 2, 3, 5, 7, 8, 9, 12, 15, 16})
+    for (int topk : {1, 5, 16}) add(dim, 600, 5003, topk);
+  for (int m : {1, 7, 17, 129, 511, 513}) add(12, m, 2049, 5);
+  for (int n : {1, 2, 3, 7, 8, 9, 127, 128, 129}) add(9, 300, n, 5);
+  for (int dim : {4, 12, 16}) {
+    add(dim, 700, 20011, 5, false, Distribution::integers, 4);
+    add(dim, 700, 20011, 8, false, Distribution::duplicates);
+    add(dim, 700, 20011, 10, false, Distribution::clusters);
+    add(dim, 700, 20011, 5, false, Distribution::uniform, kDefaultIntegerMax, 6400.f);
+    add(dim, 700, 20011, 5, false, Distribution::integers, 1000000);
+    add(dim, 0, 20011, 5, true);
+    add(dim, 0, 20011, 16, true, Distribution::integers, 3);
+  }
+  add(16, 1100, (1 << 17) + 3, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);  // 2 chunks
+  add(8, 1100, (1 << 18) + 5, 5, false, Distribution::integers, 1000, 0.f, 61);                 // seed 302's values
+  add(12, 1 << 19, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 37, "auto", true);
+  add(12, (1 << 19) - 1, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 37, "auto", false);
+  add(12, 600, 5003, 17, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // topk over 16
+  add(17, 600, 5003, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);   // k over 16
+  return out;
+}
+
 class GpuV15 : public ::testing::TestWithParam<V15Case> {};
 
 TEST_P(GpuV15, MatchesV0) {
@@ -722,6 +769,8 @@ INSTANTIATE_TEST_SUITE_P(GpuFilterTopk, GpuV15, ::testing::ValuesIn(topk_filter_
 INSTANTIATE_TEST_SUITE_P(GpuSeed, GpuV15, ::testing::ValuesIn(seed_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuCollect, GpuV15, ::testing::ValuesIn(collect_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuTile, GpuV15, ::testing::ValuesIn(tile_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuOneStream, GpuV15, ::testing::ValuesIn(one_stream_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
@@ -1257,6 +1306,101 @@ TEST(V15TcPlan, ErrorBoundCoversTf32Rounding) {
   EXPECT_FALSE(gpu::tc_split(7, Mode::off));
   EXPECT_TRUE(gpu::tc_split(8, Mode::on));
   EXPECT_FALSE(gpu::tc_split(9, Mode::on));  // split values need one slice
+}
+
+// The tile filter's rule: v15.tc and v15.tc_tile, topk <= 16, k <= 16, examined finite values,
+// compute capability 8, the automatic shapes; the scale puts H·s in [1/2, 1); the band is the bound's.
+TEST(V15TilePlan, TakenOnlyWhereItApplies) {
+  std::vector<float> points(12 * 1000, 0.5f);
+  Problem p{12, 1 << 19, 1 << 17, 5, points.data(), points.data()};
+  const auto plan = [&](Mode tile, Mode tc = Mode::automatic, int cc = 9) { return gpu::plan_tile(p, tc, tile, cc); };
+  EXPECT_EQ(plan(Mode::automatic).why, "values not examined");
+  p.values = ValueTraits{true, false, -1.f, 3.f, true};
+  gpu::TilePlan a = plan(Mode::automatic);
+  ASSERT_TRUE(a.chosen) << a.why;
+  EXPECT_EQ(a.center, 1.f);
+  EXPECT_GE(a.half_span, 2.f);
+  EXPECT_EQ(a.scale, 0.25f);  // H just above 2: H·s just above 1/2
+  EXPECT_GE(double(a.band), gpu::tile_score_error_bound(12, double(a.half_span) * a.scale));
+  EXPECT_EQ(a.blocks, (1 << 19) / gpu::kTileBlockQueries);
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 48, false, false));
+  EXPECT_EQ(plan(Mode::off).why, "tc_tile=off");
+  EXPECT_EQ(plan(Mode::on, Mode::off).why, "tc=off");
+  EXPECT_NE(plan(Mode::on, Mode::automatic, 7).why.find("compute capability 7.x"), std::string::npos);
+  p.m = gpu::kTileMinQueries - 1;
+  EXPECT_NE(plan(Mode::automatic).why.find("pays from k ≥ 5, m ≥ 524288 and n ≥ 131072"), std::string::npos);
+  EXPECT_TRUE(plan(Mode::on).chosen);
+  p.m = 1 << 19, p.dim = gpu::kTileMinDim - 1;
+  EXPECT_FALSE(plan(Mode::automatic).chosen);
+  EXPECT_TRUE(plan(Mode::on).chosen);
+  p.dim = 17;
+  EXPECT_NE(plan(Mode::on).why.find("k = 17 > 16"), std::string::npos);
+  p.dim = 16, p.topk = 17;
+  EXPECT_NE(plan(Mode::on).why.find("topk 17 > 16"), std::string::npos);
+  p.topk = 5, p.self_join = true, p.m = p.n;
+  EXPECT_EQ(plan(Mode::on).chunks(), 1);
+  p.values = ValueTraits{true, false, 2.f, 2.f, true};  // one value: H = 0, s = 1
+  a = plan(Mode::on);
+  ASSERT_TRUE(a.chosen) << a.why;
+  EXPECT_EQ(a.scale, 1.f);
+  p.values = ValueTraits{true, false, 0.f, 1e-30f, true};
+  EXPECT_NE(plan(Mode::on).why.find("scale"), std::string::npos);
+  p.values.finite = false;
+  EXPECT_EQ(plan(Mode::on).why, "not every value is finite");
+}
+
+// fp16 rounding to nearest (11 significant bits; below 2^-14 a fixed spacing of 2^-24), as
+// __floats2half2_rn rounds; |x| stays far below fp16's largest value here.
+double to_fp16(double x) {
+  const double ax = std::fabs(x);
+  if (ax == 0) return x;
+  const double ulp = ax < std::ldexp(1.0, -14) ? std::ldexp(1.0, -24) : std::ldexp(1.0, std::ilogb(ax) - 10);
+  return std::nearbyint(x / ulp) * ulp;
+}
+
+// The bound covers the fp16 rounding of both factors and the fp32 norm on random and on worst-case
+// values (each factor as far from fp16 as it gets: 1 + 2^-11 times a power of two, or just below fp16's
+// normal range), with the products and sums taken exactly: what is left for the tensor core's own sums
+// is at least the model's share. The scale keeps H·s in [1/2, 1).
+TEST(V15TilePlan, ErrorBoundCoversFp16Rounding) {
+  for (double h : {1e-6, 0.3, 0.5, 1.0, 499.5, 6400.0}) {
+    const double s = gpu::tile_scale(h);
+    EXPECT_GE(h * s, 0.5) << h;
+    EXPECT_LT(h * s, 1.0) << h;
+  }
+  EXPECT_EQ(gpu::tile_scale(0.0), 1.0);
+  std::mt19937_64 rng(48);
+  for (int dim : {1, 3, 9, 12, 16})
+    for (double hs : {0.5, 0.75, 0.999}) {
+      const double bound = gpu::tile_score_error_bound(dim, hs);
+      const double sums = 1.01 * 8.1 * (gpu::kTileDims + 1) * std::ldexp(1.0, -20) * dim * hs * hs;
+      std::uniform_real_distribution<double> u(-hs, hs);
+      double worst = 0;
+      for (int trial = 0; trial < 4000; ++trial) {
+        double exact = 0, computed = 0;
+        float norm = 0.f;
+        for (int i = 0; i < dim; ++i) {
+          double x, y;
+          if (trial % 4 == 0) {  // worst rounding: 2^e (1 + 2^-11), a tie rounded to even, 2^-11 of the value away
+            const double v = std::ldexp(1.0 + std::ldexp(1.0, -11), std::ilogb(hs) - (hs == 0.5 ? 1 : 0));
+            x = i % 2 ? -v : v, y = -v;
+          } else if (trial % 4 == 1) {  // below fp16's normal range
+            x = std::ldexp(1.0, -15) * 1.37, y = -std::ldexp(1.0, -16) * 1.11;
+          } else {
+            x = u(rng), y = u(rng);
+          }
+          const float xf = float(x);  // the centred, scaled query and row values in fp32
+          const float yf = float(y);
+          norm = std::fma(yf, yf, norm);
+          exact += double(yf) * double(yf) - 2.0 * double(xf) * double(yf);
+          computed += to_fp16(-2.0 * xf) * to_fp16(yf);
+        }
+        computed += double(norm);
+        worst = std::max(worst, std::fabs(computed - exact));
+      }
+      EXPECT_LE(worst, bound - sums) << "k = " << dim << ", h = " << hs;
+      EXPECT_LE(bound, 1.2 * std::ldexp(1.0, -9) * dim * hs * hs + dim * std::ldexp(1.0, -21)) << dim;
+    }
 }
 
 // The fp32 filter's rule: topk 1, k < 8, finite examined values, and in the automatic mode

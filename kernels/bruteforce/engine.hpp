@@ -20,6 +20,7 @@ struct EngineSettings {
   int int8_chunks = 0;                     // its references copied in this many chunks under the search; 0 the rule
   Mode tc = Mode::automatic;               // the tensor-core filter
   Mode tc_split = Mode::automatic;         // its values split into hi + lo TF32
+  Mode tc_tile = Mode::automatic;          // the tile filter (fp16 products, many queries)
   bool shared_lists = true;                // its topk > 1 lists in shared memory where they fit
   Mode fp32_filter = Mode::automatic;      // the fp32 filter
   int fp32_queries = 8;                    // its queries per thread: 4 or 8

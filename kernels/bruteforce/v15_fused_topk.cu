@@ -1,23 +1,15 @@
-// v15: brute-force top-k at the copy floor (kernels/bruteforce/README.md: its paths and rules). The distance
-// and the selection are one kernel (detail/scan/fused_scan.cuh): a thread holds 1, 2 or 4 queries in
-// registers and scans its share of the references 4 rows at a time, keeping each query's best topk in
-// registers (topk <= 32) or in a max-heap in global scratch (topk 33..2048); no distance matrix is ever
-// stored. The references are copied in chunks on one stream while a second stream searches the chunks already
-// on the device, so the search hides under the copy when it is shorter. Few queries: each chunk's rows are
-// split across enough blocks to fill the device (occupancy × SM count), and the partial lists are merged, by
-// atomicMin on packed (distance, index) keys for topk = 1 and by a per-query segmented sort otherwise
-// (detail/scan/topk_merge.cu). Distances are Σ(q − r)² in fp32 with fused multiply-adds: exact on integer
-// data, within an ulp or two of v0's roundings otherwise. Any k (1, 2, 3, 4, 5, 8, 16 compiled in; the others
-// at run time), any m and n, self-joins. Whole-number data in a span of 256 values with k ≥ 16 and m ≥ 32
-// take the exact int8 tensor-core path instead (detail/int8/exact_int8.hpp; v15.int8=off|on|auto). The
-// nearest neighbour (topk = 1) of float data with 8 ≤ k ≤ 32, m ≥ 64 and n ≥ 2^18, and topk 2..32 with
-// 3 ≤ k ≤ 32, m ≥ 1024 and n ≥ 2^18, are found by the tensor-core filter (detail/filters/tc_filter.hpp;
-// v15.tc=off|on|auto): TF32 scores with a proven error bound pick the rows whose exact distance is
-// computed; the answers are the scan's. For topk 1 below 8 dimensions (k >= 2, m >= 32, n >= 2^20) the same
-// filter runs on CUDA cores with fp32 scores in the scan's own layout (detail/filters/fp32_filter.cuh;
-// v15.fp32_filter=off|on|auto). Many queries in one chunk (self-joins) with topk 2..32 are seeded
-// (detail/seed/scan_seed.hpp; v15.seed=off|on|auto), and at k <= 5 collect the rows below the seed's
-// bounds in buffers (detail/seed/seed_collect.hpp) instead. Parameters: engine_params() (engine.hpp).
+// v15: brute-force top-k at the copy floor. Its paths, their rules and parameters: kernels/bruteforce/README.md
+// and engine_params() (engine.hpp). The distance and the selection are one kernel (detail/scan/fused_scan.cuh):
+// a thread holds 1, 2 or 4 queries and scans its share of the references 4 rows at a time, keeping each query's
+// best topk in registers (topk <= 32) or a max-heap in global scratch; no distance matrix is stored. References
+// are copied in chunks on one stream while a second searches the chunks already there. Few queries: a chunk's
+// rows are split across blocks and the partial lists merged (atomicMin for topk = 1, else a segmented sort,
+// detail/scan/topk_merge.cu). Distances are Σ(q − r)² in fp32 with fused multiply-adds. Any k, m and n,
+// self-joins. Instead, where they apply: the exact int8 path for whole numbers (detail/int8/exact_int8.hpp);
+// the tensor-core filter (detail/filters/tc_filter.hpp): TF32 scores with a proven bound pick the rows whose
+// exact distance is computed, the answers are the scan's; its fp16 tile kernel for many queries
+// (detail/filters/tc_tile.hpp); the same filter on CUDA cores below 8 dimensions (detail/filters/fp32_filter.cuh);
+// seeded bounds and candidate buffers for joins of many queries (detail/seed/).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -43,6 +35,7 @@
 #include "kernels/bruteforce/detail/seed/seed_collect_device.hpp"
 #include "kernels/bruteforce/detail/filters/tc_filter.cuh"
 #include "kernels/bruteforce/detail/filters/tc_filter.hpp"
+#include "kernels/bruteforce/detail/filters/tc_tile.hpp"
 #include "kernels/bruteforce/detail/scan/topk_merge.hpp"
 
 namespace {
@@ -150,6 +143,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks);
   note(ctx, "int8", s.int8, int8.chosen);
   if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
+  const gpu::TilePlan tile = gpu::plan_tile(p, s.tc, s.tc_tile, info.cc_major);
+  note(ctx, "tc_tile", s.tc_tile, tile.chosen);
+  if (tile.chosen) return gpu::tile_search(p, tile, out, ctx);
   const List list = list_for(p.topk);
   const Kernel tc_kernel = pick_filter(p.dim, s.tc_split);
   const int tc_per_sm =
@@ -256,7 +252,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     if (c == 0 && seeder) seeder->enqueue(a.queries, a.references, p.topk, seed.window, search);
     if (c == 0 && filter) {  // the seed rows come from the first chunk
       const long long threads = (long long)p.m * 32;
-      gpu::tc::seed_kernel<<<int((threads + gpu::tc::kSeedBlock - 1) / gpu::tc::kSeedBlock), gpu::tc::kSeedBlock, 0,
+      gpu::tc::seed_kernel<><<<int((threads + gpu::tc::kSeedBlock - 1) / gpu::tc::kSeedBlock), gpu::tc::kSeedBlock, 0,
                              search>>>(a);
       KNN_CUDA_CHECK_LAUNCH();
     }
@@ -286,17 +282,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (collector) collector->download_counts(copy);
   copy.synchronize();
 
-  // Spans, not exclusive shares: "h2d" and "kernel" overlap by as much as the chunks overlap, so
-  // the phases add up to more than the call (the harness's "other" is then negative).
-  const auto span = [](const cuda::Event& from, const cuda::Event& to) {
-    float ms = 0.f;
-    KNN_CUDA_TRY(cudaEventElapsedTime(&ms, from.get(), to.get()));
-    return double(ms);
-  };
-  ctx.timing.add("h2d", span(start, copied[chunks - 1]));
-  ctx.timing.add("kernel", span(search_start, searched));
-  ctx.timing.add("merge", span(searched, merged));
-  ctx.timing.add("d2h", span(merged, done));
+  gpu::report_chunk_phases(ctx.timing, start, copied[chunks - 1], search_start, searched, merged, done);
   if (tc.chosen) {
     ctx.path = fmt::format(
         "tensor-core filter: k={} in {} {} slice{} of 8, scores ||r-c||^2 - 2(q-c).(r-c) with c = {:g}, error bound "
@@ -340,6 +326,8 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const gpu::EngineSettings s = gpu::settings_from(env.params);
   const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks);
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
+  if (const gpu::TilePlan t = gpu::plan_tile(p, s.tc, s.tc_tile, env.devices.empty() ? 0 : env.devices[0].cc_major); t.chosen)
+    return gpu::tile_device_bytes(p, t);
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
   const bool first = buffers_first(p, s);

@@ -48,6 +48,13 @@ class Event {
   cudaEvent_t e_ = nullptr;
 };
 
+// Milliseconds between two recorded events (both done).
+inline double elapsed_ms(const Event& from, const Event& to) {
+  float ms = 0.f;
+  KNN_CUDA_TRY(cudaEventElapsedTime(&ms, from.get(), to.get()));
+  return double(ms);
+}
+
 // Times phases of GPU work with events on one stream, and hands the elapsed times to the
 // harness's sink once the stream is synchronised:
 //   PhaseTimer t(stream);

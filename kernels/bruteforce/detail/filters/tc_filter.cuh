@@ -81,10 +81,22 @@ __device__ __forceinline__ unsigned long long offer(unsigned long long* list, in
   return ~0ULL;
 }
 
+// A block's lists of `count` queries from `first` on, kept in shared memory during a kernel, written
+// back to the queries' keys in global memory (queries past m skipped).
+__device__ __forceinline__ void store_lists(const unsigned long long* lists, unsigned long long* best, int first, int count,
+                                            int m, int topk) {
+  for (int i = threadIdx.x; i < count * topk; i += blockDim.x) {
+    const int q = first + i / topk;
+    if (q < m) best[std::size_t(q) * topk + i % topk] = lists[i];
+  }
+}
+
 // A warp per query: the exact distance (the scan's) to min(kSeedRows, rows) distinct rows spread
 // over [a.row_begin, a.row_end); the best topk of them fill the query's first slots (set to kNoKey
 // before). Without it every lane starts with no threshold and takes its first rows as candidates
 // until a refresh brings in what others found.
+// A template only so that two translation units (v15 and the tile filter, tc_tile.cu) may both launch it.
+template <int = 0>
 __global__ void __launch_bounds__(kSeedBlock) seed_kernel(scan::Args a) {
   constexpr int kPerLane = kSeedRows / 32;
   const int lane = threadIdx.x & 31;
@@ -317,10 +329,7 @@ __global__ void __launch_bounds__(kTcBlock, KS <= 2 ? 4 : 2) filter_kernel(scan:
   if (lane == 0 && candidates > 0) atomicAdd(a.tc_candidates, (unsigned long long)candidates);
   if (shared_lists) {
     __syncthreads();  // every cascade is done
-    for (int i = threadIdx.x; i < kTcBlockQueries * topk; i += kTcBlock) {
-      const int q = block_first + i / topk;
-      if (q < a.m) a.best[std::size_t(q) * topk + i % topk] = owned_lists[i];
-    }
+    store_lists(owned_lists, a.best, block_first, kTcBlockQueries, a.m, topk);
   }
 #else
   __trap();  // the plan takes this kernel only on compute capability 8.0 and later

@@ -7,6 +7,7 @@
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 #include "kernels/bruteforce/detail/seed/seed_collect.hpp"
 #include "kernels/bruteforce/detail/filters/tc_filter.hpp"
+#include "kernels/bruteforce/detail/filters/tc_tile.hpp"
 
 namespace knn::gpu {
 
@@ -145,6 +146,48 @@ void plan_collect_scoring(const Problem& p, CollectPlan& c, int sm_count, int cc
   } else if (plan_collect_tensor(c, p.m, p.n, p.topk, sm_count, split)) {
     c.band = band;
   }
+}
+
+double tile_scale(double half_span) {
+  if (!(half_span > 0)) return 1.0;
+  int e = 0;
+  std::frexp(half_span, &e);  // half_span = f·2^e with f in [1/2, 1), which half_span·s is
+  return std::ldexp(1.0, -e);
+}
+
+double tile_score_error_bound(int dim, double scaled_half_span) {
+  const double w = double(dim) * scaled_half_span * scaled_half_span;
+  const double rel = 1.01 * std::ldexp(1.0, -9) + 8.1 * (kTileDims + 1) * std::ldexp(1.0, -20) + (dim + 3) * std::ldexp(1.0, -23);
+  // The norm carried as fp16 hi + lo (k ≤ 12): within 2^-22 of it, or 2^-25 where lo is below fp16's normal range.
+  return 1.01 * (rel + std::ldexp(1.0, -22)) * w + dim * std::ldexp(1.0, -22) + std::ldexp(1.0, -25) + std::ldexp(1.0, -100);
+}
+
+TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major) {
+  TilePlan plan;
+  double center = 0, half = 0;
+  plan.why = mode == Mode::off ? std::string("tc=off") : filter_range(p, tile, "tc_tile", kTileDims, kTileMaxTopk, center, half);
+  if (!plan.why.empty()) return plan;
+  if (cc_major < 8) {
+    plan.why = fmt::format("compute capability {}.x has no fp16 mma.sync with asynchronous copies", cc_major);
+    return plan;
+  }
+  if (!(half < 1e18 && (half == 0 || half > 1e-18))) {
+    plan.why = fmt::format("values within {:g} of their centre: the scale 2^e would leave float's range", half);
+    return plan;
+  }
+  if (tile == Mode::automatic && (p.dim < kTileMinDim || p.m < kTileMinQueries || p.n < kTileMinRows)) {
+    plan.why = fmt::format("k = {}, m = {}, n = {}: the tile filter pays from k ≥ {}, m ≥ {} and n ≥ {}", p.dim, p.m, p.n,
+                           kTileMinDim, kTileMinQueries, kTileMinRows);
+    return plan;
+  }
+  plan.center = float(center);
+  plan.half_span = round_up(half);
+  plan.scale = float(tile_scale(plan.half_span));
+  plan.band = round_up(tile_score_error_bound(p.dim, double(plan.half_span) * plan.scale));
+  plan.blocks = (p.m + kTileBlockQueries - 1) / kTileBlockQueries;
+  plan.chunk_rows = plan_chunks(p.n, std::size_t(p.dim) * sizeof(float), p.self_join, false);
+  plan.chosen = true;
+  return plan;
 }
 
 }  // namespace knn::gpu

@@ -253,11 +253,7 @@ void search_pipelined(const Problem& p, const Int8Plan& plan, Neighbors out, Run
 
   // Phases that do not overlap: the queries' copy alone, then the search (the references' copy
   // with the convert, GEMM and selection under it), then the answers' download.
-  const auto span = [](const cuda::Event& from, const cuda::Event& to) {
-    float ms = 0.f;
-    KNN_CUDA_TRY(cudaEventElapsedTime(&ms, from.get(), to.get()));
-    return double(ms);
-  };
+  const auto span = cuda::elapsed_ms;
   ctx.timing.add("h2d", span(start, queries_copied));
   ctx.timing.add("search", span(queries_copied, searched));
   ctx.timing.add("d2h", span(searched, done));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/cuda/buffers.hpp"
+#include "core/cuda/stream.hpp"
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 
 namespace knn::gpu {
@@ -47,6 +48,18 @@ class PartialMerge {
   cuda::StreamBuffer<unsigned char> scratch_;
   std::size_t scratch_bytes_ = 0;
 };
+
+// A chunked search's phases from its events: "h2d" (start to the last chunk's copy), "kernel" (the
+// first chunk's search to the last), "merge" and "d2h". Spans, not exclusive shares: "h2d" and "kernel"
+// overlap by as much as the chunks overlap, so the phases add up to more than the call.
+inline void report_chunk_phases(TimingSink& timing, const cuda::Event& start, const cuda::Event& copied,
+                                const cuda::Event& search_start, const cuda::Event& searched, const cuda::Event& merged,
+                                const cuda::Event& done) {
+  timing.add("h2d", cuda::elapsed_ms(start, copied));
+  timing.add("kernel", cuda::elapsed_ms(search_start, searched));
+  timing.add("merge", cuda::elapsed_ms(searched, merged));
+  timing.add("d2h", cuda::elapsed_ms(merged, done));
+}
 
 // `count` keys that no candidate beats (+inf, index -1): what atomicMin'd best keys start from.
 void fill_worst_keys(unsigned long long* keys, long long count, cudaStream_t stream);

@@ -1,0 +1,67 @@
+#pragma once
+// v15's tile filter: the tensor-core filter's score and proof (tc_filter.cuh) for many queries, with
+// the per-pair work cut to what the tensor cores cannot do. A warp holds 128 queries as fp16 A
+// fragments of −2(q − c)·s (s a power of two that brings the centred values within [−1, 1]); every
+// chunk of references is first written once as ready B fragments (fp16 (r − c)·s, 16 dimensions) with
+// their fp32 norms ‖(r − c)·s‖², and a block of 512 queries streams them through shared memory by
+// asynchronous copies. One mma.sync.m16n8k16 per 16 queries × 8 rows (fp32 accumulators started
+// from 0) gives the scaled score s²·S less the query's threshold (for k ≤ 12 the norm and the threshold
+// are the product's last four dimensions; for k 13..16 the accumulators start from the norm less the
+// threshold), so a pair costs only its sign, ORed with the others', and the warp one vote per 1024
+// pairs. Candidates get the fused scan's exact fp32
+// distance and enter the query's topk keys in shared memory (tc::offer), so the answers are the
+// scan's, bit for bit. The plan and the bound are host code, tested on the CPU.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/params.hpp"
+#include "core/problem.hpp"
+#include "core/registry.hpp"
+
+namespace knn::gpu {
+
+inline constexpr int kTileDims = 16;       // one m16n8k16 product: k ≤ 16
+inline constexpr int kTileTiles = 8;       // 16-query tiles per warp
+inline constexpr int kTileWarps = 4;
+inline constexpr int kTileBlock = 32 * kTileWarps;
+inline constexpr int kTileBlockQueries = 16 * kTileTiles * kTileWarps;  // 512
+inline constexpr int kTileStageGroups = 16;                             // 8-row groups per stage (128 rows)
+inline constexpr int kTileMaxTopk = 16;                                 // the block's lists in shared memory
+// The automatic rule (v15.tc_tile=auto), from the seeds' 2^20 × 2^20 top-5 cases (docs/v15.md, "The tile
+// filter"): k 5..16 took 122-196 ms on an H200 against 243-599 ms by v15's other paths. A block owns 512
+// queries for a whole chunk, so m must cover the device more than once (2^19: 1024 blocks); nothing
+// between 2^17 and 2^20 queries, nor k below 5, was measured.
+inline constexpr int kTileMinDim = 5;
+inline constexpr int kTileMinQueries = 1 << 19;
+inline constexpr int kTileMinRows = 1 << 17;
+
+struct TilePlan {
+  bool chosen = false;
+  std::string why;        // when not chosen: the reason
+  float center = 0.f;     // c
+  float half_span = 0.f;  // H ≥ |x − c| for every value x (rounded up)
+  float scale = 1.f;      // s = 2^e with H·s in (1/2, 1]
+  float band = 0.f;       // E_s ≥ |computed − true scaled score| (rounded up), in scaled units
+  int blocks = 0;         // ceil(m / 512)
+  std::vector<int> chunk_rows;
+  int chunks() const { return int(chunk_rows.size()) - 1; }
+};
+
+// The bound E_s on |computed − true s²·S| for k ≤ 16 dimensions whose scaled centred values lie in
+// [−h, h] (h = H·s ≤ 1): W = k·h²; fp16 rounding of both factors (2^-11 each) and the fp32 centring
+// 1.01·2^-9·W; the tensor core's fp32 sums modelled as in tc_score_error_bound, 2^-20 of the summed
+// magnitudes per term (17 terms), the magnitudes at most 8.1·W here because the query's threshold (at
+// most the largest distance 4W plus ‖q − c‖²·s² ≤ W) is summed with the norm (W) and the products
+// (2W); the fp32 norm (k + 3)·2^-23·W and, carried in the product as fp16 hi + lo, 2^-22·W more; all
+// widened by 1 %; plus k·2^-22 for factors below fp16's normal range (absolute error 2^-25 each,
+// |A| ≤ 2, |B| ≤ 1), 2^-25 for the norm's lo part there, and 2^-100.
+double tile_score_error_bound(int dim, double scaled_half_span);
+// The power of two s with H·s in (1/2, 1] (1 for H = 0).
+double tile_scale(double half_span);
+// `mode` is v15.tc (off turns the tile filter off too), `tile` v15.tc_tile.
+TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major);
+std::size_t tile_device_bytes(const Problem& p, const TilePlan& plan);
+void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunContext& ctx);
+
+}  // namespace knn::gpu
