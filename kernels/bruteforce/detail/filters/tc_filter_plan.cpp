@@ -158,8 +158,9 @@ double tile_scale(double half_span) {
 double tile_score_error_bound(int dim, double scaled_half_span) {
   const double w = double(dim) * scaled_half_span * scaled_half_span;
   const double rel = 1.01 * std::ldexp(1.0, -9) + 8.1 * (kTileDims + 1) * std::ldexp(1.0, -20) + (dim + 3) * std::ldexp(1.0, -23);
-  // The norm carried as fp16 hi + lo (k ≤ 12): within 2^-22 of it, or 2^-25 where lo is below fp16's normal range.
-  return 1.01 * (rel + std::ldexp(1.0, -22)) * w + dim * std::ldexp(1.0, -22) + std::ldexp(1.0, -25) + std::ldexp(1.0, -100);
+  // The norm carried as fp16 hi + lo (k ≤ 12): within 2^-22 of it, or, where lo is an fp16 subnormal that
+  // the tensor cores might flush, off by lo itself: below 2^-14, counted as 2^-13.
+  return 1.01 * (rel + std::ldexp(1.0, -22)) * w + dim * std::ldexp(1.0, -22) + std::ldexp(1.0, -13) + std::ldexp(1.0, -100);
 }
 
 TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major) {
@@ -173,6 +174,10 @@ TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major) {
   }
   if (!(half < 1e18 && (half == 0 || half > 1e-18))) {
     plan.why = fmt::format("values within {:g} of their centre: the scale 2^e would leave float's range", half);
+    return plan;
+  }
+  if (tile == Mode::automatic && mode == Mode::on) {
+    plan.why = "tc=on asks for the TF32 tensor-core filter (tc_tile=on takes this one)";
     return plan;
   }
   if (tile == Mode::automatic && (p.dim < kTileMinDim || p.m < kTileMinQueries || p.n < kTileMinRows)) {

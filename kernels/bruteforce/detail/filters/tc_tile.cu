@@ -122,14 +122,15 @@ __device__ __forceinline__ float threshold_from(unsigned long long key, float no
 }
 
 // A threshold moved into the product: the pair is a candidate when score − folded < 0, and folded
-// exceeds the threshold by 2^-20 of it and 2^-24, which covers splitting it into two fp16 numbers (hi + lo
-// within 2^-22 of it) and makes a score at the threshold come out below zero, never at +0. Clamped to
-// ±2^15: beyond that every row (+) or none (−) is a candidate either way, since scores stay within
-// 3W ≤ 48 of zero, and the sums' error is far below the gap.
+// exceeds the threshold by 2^-20 of it and 2^-13, which covers splitting it into two fp16 numbers (hi + lo
+// within 2^-22 of it, or lo lost whole if the tensor cores flushed an fp16 subnormal: below 2^-14) and
+// makes a score at the threshold come out below zero, never at +0. Clamped first to ±2^15 (±inf of
+// queries past m or of lists not yet full included): beyond that every row (+) or none (−) is a
+// candidate either way, since scores stay within 3W ≤ 48 of zero, and the sums' error is far below the gap.
 constexpr float kFoldLimit = 32768.f;
 __device__ __forceinline__ float fold(float threshold) {
-  const float up = __fadd_ru(__fadd_ru(threshold, __fmul_ru(fabsf(threshold), 0x1p-20f)), 0x1p-24f);
-  return fminf(kFoldLimit, fmaxf(-kFoldLimit, up));  // NaN-free: ±inf clamp, threshold is never NaN
+  const float t = fminf(kFoldLimit, fmaxf(-kFoldLimit, threshold));
+  return __fadd_ru(__fadd_ru(t, __fmul_ru(fabsf(t), 0x1p-20f)), 0x1p-13f);
 }
 
 // Dynamic shared memory: two stages of packed rows, the block's queries' scaled ‖q − c‖²
@@ -206,7 +207,7 @@ __global__ void __launch_bounds__(kTileBlock, KFOLD ? 6 : 4) tile_kernel(TileArg
   // Query ql's exact distance to a row (the scan's), offered to its keys.
   const auto enter = [&](int ql, int row) {
     const int q = block_first + ql;
-    if (row >= a.row_end || (a.self_join && row == q)) return;
+    if (q >= a.m || row >= a.row_end || (a.self_join && row == q)) return;
     ++candidates;
     const float e = tc::exact_distance(a.queries + std::size_t(q) * dim, a.references + std::size_t(row) * dim, dim);
     const unsigned long long key = scan::pack(e, row);
@@ -245,6 +246,7 @@ __global__ void __launch_bounds__(kTileBlock, KFOLD ? 6 : 4) tile_kernel(TileArg
         const int bit = __ffs(mask) - 1;
         enter(warp_first + (bit >> 2) * 16 + g + 8 * ((bit & 3) >> 1), row0 + (bit & 1));
       }
+      __syncwarp();  // the lanes meet again before the next mma.sync
       refresh();
       return;
     }
@@ -333,6 +335,12 @@ void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunConte
   cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), copy);
   cuda::StreamBuffer<float> distances(p.result_slots(), copy);
   PartialMerge merger(p.m, p.topk, p.topk, copy, false);
+  // Destroyed before the buffers (declared after them): on an exception, the kernels already queued on
+  // the search stream finish before the copy stream frees what they read.
+  struct JoinSearch {
+    cudaStream_t s;
+    ~JoinSearch() { (void)cudaStreamSynchronize(s); }
+  } join{search};
 
   TileArgs a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
@@ -389,7 +397,7 @@ void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunConte
   ctx.path = fmt::format(
       "tile filter: k={} as one fp16 m16n8k16 product, scores s^2(||r-c||^2 - 2(q-c).(r-c)) with c = {:g}, s = 2^{}, less "
       "each query's threshold ({}), error bound {:.3g} (scaled; values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of "
-      "the pairs, queued by each warp and taken {} at a time; {} seed distances per query besides); {} blocks of {} = {} warps x {} queries, rows packed once per chunk "
+      "the pairs, queued by each warp and taken {} at a time; {} seed distances per query besides); {} blocks of {} threads ({} warps x {} queries), rows packed once per chunk "
       "and streamed through shared memory {} at a time; {}; {}",
       p.dim, plan.center, std::ilogb(plan.scale),
       fold_k ? "norm and threshold as 4 more dimensions" : "accumulators started from the norm less the threshold", plan.band, plan.half_span, exact_count, double(exact_count) / p.m,

@@ -41,7 +41,7 @@ struct TilePlan {
   std::string why;        // when not chosen: the reason
   float center = 0.f;     // c
   float half_span = 0.f;  // H ≥ |x − c| for every value x (rounded up)
-  float scale = 1.f;      // s = 2^e with H·s in (1/2, 1]
+  float scale = 1.f;      // s = 2^e with H·s in [1/2, 1)
   float band = 0.f;       // E_s ≥ |computed − true scaled score| (rounded up), in scaled units
   int blocks = 0;         // ceil(m / 512)
   std::vector<int> chunk_rows;
@@ -49,17 +49,22 @@ struct TilePlan {
 };
 
 // The bound E_s on |computed − true s²·S| for k ≤ 16 dimensions whose scaled centred values lie in
-// [−h, h] (h = H·s ≤ 1): W = k·h²; fp16 rounding of both factors (2^-11 each) and the fp32 centring
+// [−h, h] (h = H·s < 1): W = k·h²; fp16 rounding of both factors (2^-11 each) and the fp32 centring
 // 1.01·2^-9·W; the tensor core's fp32 sums modelled as in tc_score_error_bound, 2^-20 of the summed
 // magnitudes per term (17 terms), the magnitudes at most 8.1·W here because the query's threshold (at
 // most the largest distance 4W plus ‖q − c‖²·s² ≤ W) is summed with the norm (W) and the products
 // (2W); the fp32 norm (k + 3)·2^-23·W and, carried in the product as fp16 hi + lo, 2^-22·W more; all
 // widened by 1 %; plus k·2^-22 for factors below fp16's normal range (absolute error 2^-25 each,
-// |A| ≤ 2, |B| ≤ 1), 2^-25 for the norm's lo part there, and 2^-100.
+// |A| ≤ 2, |B| ≤ 1; were such a factor flushed to zero, its product, below 2^-13, would still fall
+// within the 2^-9·h² ≥ 2^-11 the rounding term leaves unused per dimension since h ≥ 1/2), 2^-13 for
+// the norm's lo part (an fp16 subnormal a flush would lose), and 2^-100. fp32 underflow of the
+// scaled norms and scores (s² up to 2^120) costs at most about k·2^-29 in scaled units, within the
+// k·2^-22 term's spare room.
 double tile_score_error_bound(int dim, double scaled_half_span);
-// The power of two s with H·s in (1/2, 1] (1 for H = 0).
+// The power of two s with H·s in [1/2, 1) (1 for H = 0).
 double tile_scale(double half_span);
-// `mode` is v15.tc (off turns the tile filter off too), `tile` v15.tc_tile.
+// `mode` is v15.tc (off turns the tile filter off too; on, with tile auto, keeps it off: the TF32
+// filter was asked for), `tile` v15.tc_tile.
 TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major);
 std::size_t tile_device_bytes(const Problem& p, const TilePlan& plan);
 void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunContext& ctx);
