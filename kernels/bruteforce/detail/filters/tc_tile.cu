@@ -35,10 +35,8 @@ struct TileArgs {
   // Per (group, lane): fp16 (r − c)s of row g, dimensions 2t, 2t+1 (x) and 2t+8, 2t+9 (y), then the fp32
   // ‖(r − c)s‖² of rows 2t (z) and 2t + 1 (w), the accumulator columns the lane holds.
   uint4* packed;
-  int dim, m, topk;
+  int dim, m, topk, row_begin, row_end, stages;  // the chunk [row_begin, row_end): its groups padded to whole stages
   bool self_join;
-  int row_begin, row_end;  // the chunk
-  int stages;              // its groups, padded to whole stages
   float center, scale, scale2, band;
   unsigned long long* best;  // m × topk keys
   unsigned long long* candidates;
@@ -196,10 +194,8 @@ __global__ void __launch_bounds__(kTileBlock, KFOLD ? 6 : 4) tile_kernel(TileArg
         const unsigned long long last = *reinterpret_cast<volatile unsigned long long*>(lists + ql * topk + topk - 1);
         folded[t][h] = fold(block_first + ql < a.m ? threshold_from(last, norm_low[ql], a) : -INFINITY);
         if constexpr (KFOLD) {  // lane (g, 3) holds A's columns 14 and 15 of rows g (element 2) and g + 8 (3)
-          const __half hi = __float2half_rn(-folded[t][h]);
-          const __half lo = __float2half_rn(-folded[t][h] - __half2float(hi));
-          const __half2 both = __halves2half2(hi, lo);
-          if (t4 == 3) frag[t][2 + h] = *reinterpret_cast<const std::uint32_t*>(&both);
+          const float hi = __half2float(__float2half_rn(-folded[t][h]));  // and lo: what hi leaves, in fp16
+          if (t4 == 3) frag[t][2 + h] = pack_half2(hi, -folded[t][h] - hi);
         }
       }
   };
@@ -221,10 +217,7 @@ __global__ void __launch_bounds__(kTileBlock, KFOLD ? 6 : 4) tile_kernel(TileArg
   const auto drain = [&] {
     if (queued == 0) return;
     __syncwarp();
-    for (int i = lane; i < queued; i += 32) {
-      const int2 e = queue[i];
-      enter(e.x, e.y);
-    }
+    for (int i = lane; i < queued; i += 32) enter(queue[i].x, queue[i].y);
     __syncwarp();
     queued = 0;
     refresh();
@@ -337,10 +330,7 @@ void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunConte
   PartialMerge merger(p.m, p.topk, p.topk, copy, false);
   // Destroyed before the buffers (declared after them): on an exception, the kernels already queued on
   // the search stream finish before the copy stream frees what they read.
-  struct JoinSearch {
-    cudaStream_t s;
-    ~JoinSearch() { (void)cudaStreamSynchronize(s); }
-  } join{search};
+  struct JoinSearch { cudaStream_t s; ~JoinSearch() { (void)cudaStreamSynchronize(s); } } join{search};
 
   TileArgs a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
