@@ -14,6 +14,7 @@ namespace {
 constexpr double kWholeFloatLimit = 16777216.0;
 constexpr double kInt8Span = 255.0;
 constexpr long long kInt8LargestK = 32768;
+constexpr long long kFp16LargestK = 16;  // one m16n8k16 product
 
 // The sum over the devices of one of their rates; 0 when any device lacks it.
 double summed(const std::vector<DeviceRates>& rates, const std::string& name) {
@@ -30,7 +31,7 @@ double summed(const std::vector<DeviceRates>& rates, const std::string& name) {
 
 double* rate_named(DeviceRates& r, const std::string& name) {
   double* fields[] = {&r.sgemm_tflops,    &r.tf32_tflops,       &r.int8_tops,       &r.d2d_gbps,
-                      &r.h2d_pinned_gbps, &r.h2d_pageable_gbps, &r.d2h_pinned_gbps, &r.d2h_pageable_gbps};
+                      &r.h2d_pinned_gbps, &r.h2d_pageable_gbps, &r.d2h_pinned_gbps, &r.d2h_pageable_gbps, &r.fp16_tflops};
   for (std::size_t i = 0; i < std::size(kRateNames); ++i)
     if (name == kRateNames[i]) return fields[i];
   return nullptr;
@@ -54,6 +55,13 @@ bool int8_exact(const ValueTraits& v, long long k) {
   if (!v.known || !v.whole || !v.finite) return false;
   if (std::fabs(double(v.lowest)) > kWholeFloatLimit || std::fabs(double(v.highest)) > kWholeFloatLimit) return false;
   return double(v.highest) - double(v.lowest) <= kInt8Span && k <= kInt8LargestK;
+}
+
+bool fp16_exact(const ValueTraits& v, long long k) {
+  if (!v.known || !v.finite || k > kFp16LargestK) return false;
+  const double centre = double(float(0.5 * (double(v.lowest) + double(v.highest))));
+  const double half = std::max(double(v.highest) - centre, centre - double(v.lowest));
+  return half == 0 || (half > 1e-18 && half < 1e18);
 }
 
 ResultFloor compute_floor(const FloorInput& in) {
@@ -99,7 +107,11 @@ ResultFloor compute_floor(const FloorInput& in) {
   } else {
     // Every distance once: 2 m n k operations (a multiply and an add per coordinate); a self-join's
     // distances are symmetric, so half of them, n n k. At the fastest rate that stays exact.
-    const std::string gemm = int8_exact(in.values, in.k) ? "int8_tops" : "tf32_tflops";
+    // fp16 where its proof holds and every device used measured it; else TF32, and the note says so.
+    const bool fp16 = !int8_exact(in.values, in.k) && fp16_exact(in.values, in.k);
+    const bool fp16_measured = fp16 && summed(in.rates, "fp16_tflops") > 0;
+    const std::string gemm = int8_exact(in.values, in.k) ? "int8_tops" : fp16_measured ? "fp16_tflops" : "tf32_tflops";
+    if (fp16 && !fp16_measured) f.note = "no fp16_tflops measured on a device used: the TF32 rate instead (a higher floor)";
     const double ops = in.self_join ? double(in.n) * double(in.n) * double(in.k) : 2.0 * double(in.m) * double(in.n) * double(in.k);
     const double rate = summed(in.rates, gemm);
     if (!(rate > 0)) {

@@ -21,13 +21,17 @@ struct DeviceRates {
   double h2d_pinned_gbps = 0, h2d_pageable_gbps = 0;  // host to device, from pinned / pageable memory
   double d2h_pinned_gbps = 0, d2h_pageable_gbps = 0;  // device to host, into pinned / pageable memory
   double ms = 0;                // the measurement's own time
+  double fp16_tflops = 0;       // fp16 in, fp32 sums (CUBLAS_COMPUTE_32F); 0 where its GEMM failed or a file predates it
   bool measured() const { return sgemm_tflops > 0; }
 };
 
 // The names of the rates, as results files write them (devices[i].rates) and as a floor names the
 // rate it used.
 inline constexpr const char* kRateNames[] = {"sgemm_tflops",    "tf32_tflops",       "int8_tops",       "d2d_gbps",
-                                            "h2d_pinned_gbps", "h2d_pageable_gbps", "d2h_pinned_gbps", "d2h_pageable_gbps"};
+                                            "h2d_pinned_gbps", "h2d_pageable_gbps", "d2h_pinned_gbps", "d2h_pageable_gbps",
+                                            "fp16_tflops"};
+// The one rate a results file may lack or hold as null (files from before it; a GEMM that failed).
+inline constexpr const char* kOptionalRate = "fp16_tflops";
 // The rate called `name` (one of kRateNames), as a pointer into `r` (nullptr for another name).
 double* rate_named(DeviceRates& r, const std::string& name);
 double rate_named(const DeviceRates& r, const std::string& name);
@@ -64,6 +68,11 @@ struct FloorInput {
 // value known, whole and finite, within 2^24 in magnitude, all of them within 256 consecutive
 // integers (one shift puts them in [-128, 127]) and k <= 32768 (k · 255² < 2^31).
 bool int8_exact(const ValueTraits& v, long long k);
+
+// Whether fp16 products with fp32 sums give exact answers by a proven bound (v15's tile filter,
+// kernels/bruteforce/detail/filters/tc_tile.hpp): every value known and finite, k <= 16, and the values'
+// half span about their centre either 0 or within [1e-18, 1e18] (its power-of-two scale stays in float).
+bool fp16_exact(const ValueTraits& v, long long k);
 
 // The floor by the formulas of docs/measurement.md ("Floors").
 ResultFloor compute_floor(const FloorInput& in);

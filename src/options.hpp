@@ -86,7 +86,7 @@ struct RunOptions {
 // Every field by name; from_json requires each one (a missing field throws), so a file from
 // another build is an error, not a silent default.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceRates, sgemm_tflops, tf32_tflops, int8_tops, d2d_gbps, h2d_pinned_gbps, h2d_pageable_gbps,
-                                   d2h_pinned_gbps, d2h_pageable_gbps, ms)
+                                   d2h_pinned_gbps, d2h_pageable_gbps, fp16_tflops, ms)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MeasureOptions, warmup, min_samples, min_time_s, max_time_s, max_samples, max_noise_pct, resample, validate,
                                    strict_peers, validate_queries, dump_answers, kill_after_max_time, canary, rates,
                                    gpu_busy)

@@ -1,5 +1,5 @@
-// The rates of one GPU, measured once at start-up after the warm-up (rates.hpp): three cuBLAS
-// GEMMs (fp32, TF32, int8), a device-to-device copy and the four host copies. Each is timed a few
+// The rates of one GPU, measured once at start-up after the warm-up (rates.hpp): four cuBLAS
+// GEMMs (fp32, TF32, int8, fp16), a device-to-device copy and the four host copies. Each is timed a few
 // times after one untimed call; the best time gives the rate. About 100 ms on an H100.
 #include <cublas_v2.h>
 #include <fmt/format.h>
@@ -90,7 +90,7 @@ DeviceRates measure_rates_on(int device) {
   } destroy{h};
   auto* words_at = buf.data();
   const auto gemm = [&](long long s, cudaDataType in, cudaDataType out, cublasComputeType_t compute, const void* alpha, const void* beta) {
-    const std::size_t in_bytes = in == CUDA_R_8I ? 1 : 4;
+    const std::size_t in_bytes = in == CUDA_R_8I ? 1 : in == CUDA_R_16F ? 2 : 4;
     const char* a = reinterpret_cast<const char*>(words_at);
     const char* b = a + std::size_t(s) * s * in_bytes;
     void* c = const_cast<char*>(b + std::size_t(s) * s * in_bytes);
@@ -106,6 +106,15 @@ DeviceRates measure_rates_on(int device) {
   r.sgemm_tflops = per_second(ops(kSgemm), gemm(kSgemm, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, &one, &zero), 1e12);
   r.tf32_tflops = per_second(ops(kTensor), gemm(kTensor, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, &one, &zero), 1e12);
   r.int8_tops = per_second(ops(kTensor), gemm(kTensor, CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, &ione, &izero), 1e12);
+  // fp16 in, fp32 sums (v15's tile filter's products): the operands refilled as halves in [0, 1). Its
+  // failure leaves the rate at 0 ("not measured": the floors then take TF32's and say so), not the run.
+  fill_kernel<<<1024, 256>>>(buf.data(), words, 0x3bff3bffu);
+  KNN_CUDA_CHECK_LAUNCH();
+  try {
+    r.fp16_tflops = per_second(ops(kTensor), gemm(kTensor, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, &one, &zero), 1e12);
+  } catch (const std::runtime_error&) {
+    r.fp16_tflops = 0;
+  }
 
   // Device memory: a copy reads and writes every byte.
   const std::size_t d2d_bytes = std::size_t(kTensor) * kTensor * 4;

@@ -60,10 +60,10 @@ std::string rates_text(const RunInfo& info, std::size_t device) {
   if (device >= info.device_rates.size() || !info.device_rates[device].measured())
     return info.rates_note.empty() ? "rates not measured" : "rates " + info.rates_note;
   const DeviceRates& r = info.device_rates[device];
-  return fmt::format("rates: SGEMM {:.1f}, TF32 {:.1f} TFLOP/s, int8 {:.1f} TOP/s; device copy {:.0f}, h2d {:.1f} pinned / {:.1f} pageable, "
-                     "d2h {:.1f} / {:.1f} GB/s",
-                     r.sgemm_tflops, r.tf32_tflops, r.int8_tops, r.d2d_gbps, r.h2d_pinned_gbps, r.h2d_pageable_gbps, r.d2h_pinned_gbps,
-                     r.d2h_pageable_gbps);
+  const std::string gemms = r.fp16_tflops > 0 ? fmt::format("SGEMM {:.1f}, TF32 {:.1f}, fp16 {:.1f} TFLOP/s", r.sgemm_tflops, r.tf32_tflops, r.fp16_tflops)
+                                               : fmt::format("SGEMM {:.1f}, TF32 {:.1f} TFLOP/s, fp16 not measured", r.sgemm_tflops, r.tf32_tflops);
+  return fmt::format("rates: {}, int8 {:.1f} TOP/s; device copy {:.0f}, h2d {:.1f} pinned / {:.1f} pageable, d2h {:.1f} / {:.1f} GB/s", gemms,
+                     r.int8_tops, r.d2d_gbps, r.h2d_pinned_gbps, r.h2d_pageable_gbps, r.d2h_pinned_gbps, r.d2h_pageable_gbps);
 }
 
 }  // namespace knn

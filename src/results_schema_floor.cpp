@@ -41,9 +41,10 @@ std::string text_at(const json& obj, const char* key, const std::string& where, 
 void read_rates(const json& r, const std::string& w, DeviceRates& out, const SchemaFail& fail) {
   if (!r.is_object()) fail(w, fmt::format("{}, expected an object of rates or null", r.dump()));
   refuse_unknown_fields(r, w, {"sgemm_tflops", "tf32_tflops", "int8_tops", "d2d_gbps", "h2d_pinned_gbps", "h2d_pageable_gbps", "d2h_pinned_gbps",
-                               "d2h_pageable_gbps", "ms"},
+                               "d2h_pageable_gbps", "fp16_tflops", "ms"},
                         fail);
-  for (const char* name : kRateNames) *rate_named(out, name) = positive(r, name, w, true, fail);
+  for (const char* name : kRateNames)
+    *rate_named(out, name) = positive(r, name, w, std::string(name) != kOptionalRate, fail);
   out.ms = positive(r, "ms", w, true, fail);
 }
 
@@ -52,7 +53,7 @@ void read_rates(const json& r, const std::string& w, DeviceRates& out, const Sch
 ojson device_rates_to_json(const DeviceRates& r) {
   if (!r.measured()) return nullptr;
   ojson j;
-  for (const char* name : kRateNames) j[name] = rate_named(r, name);
+  for (const char* name : kRateNames) j[name] = positive_or_null(rate_named(r, name));
   j["ms"] = r.ms;
   return j;
 }
@@ -132,11 +133,11 @@ void read_result_floor(const json& j, const std::string& w, Result& r, const Sch
   if (!stat_agrees(out.floor_ms, compute_larger ? out.compute_ms : out.copy_ms))
     fail(fw + ".floor_ms", fmt::format("{}, expected the larger of copy_ms and compute_ms ({})", out.floor_ms, std::max(out.copy_ms, out.compute_ms)));
   const bool copy_rate = out.rate_name == "h2d_pinned_gbps" || out.rate_name == "h2d_pageable_gbps";
-  const bool compute_rate = out.rate_name == "int8_tops" || out.rate_name == "tf32_tflops";
+  const bool compute_rate = out.rate_name == "int8_tops" || out.rate_name == "tf32_tflops" || out.rate_name == "fp16_tflops";
   if (out.bound == FloorBound::copy ? !copy_rate : !compute_rate)
     fail(fw + ".rate_name", fmt::format("{}, expected {}", json(out.rate_name).dump(),
                                         out.bound == FloorBound::copy ? "h2d_pinned_gbps or h2d_pageable_gbps (a copy bound)"
-                                                                      : "int8_tops or tf32_tflops (a compute bound)"));
+                                                                      : "int8_tops, fp16_tflops or tf32_tflops (a compute bound)"));
   if (std::isfinite(r.stats.median) && r.stats.median > 0 && !stat_agrees(out.x_floor, r.stats.median / out.floor_ms))
     fail(fw + ".x_floor", fmt::format("{}, but the median {} over floor_ms {} is {}", out.x_floor, r.stats.median, out.floor_ms, r.stats.median / out.floor_ms));
   r.floor = out;

@@ -100,6 +100,47 @@ TEST(Floor, ComputeBoundAtTheInt8RateOnlyWhenTheValuesFitIt) {
   EXPECT_FALSE(knn::int8_exact(whole(16777216.f * 2, 16777216.f * 2 + 1), 8));
 }
 
+// fp16 products (v15's tile filter) are exact by its proof for finite values and k <= 16: their rate,
+// after int8's; TF32 above 16 dimensions, for unexamined values, a degenerate span, or where a device
+// used has no fp16 rate (a file from before it, or its GEMM failed), which the note says.
+TEST(Floor, Fp16RateWhereTheTileFiltersProofHolds) {
+  FloorInput in = shape(1 << 20, 1 << 20, 12, 5, "gpu");
+  in.rates[0].fp16_tflops = 800;
+  knn::ValueTraits v;
+  v.known = v.finite = true, v.lowest = 0.f, v.highest = 1.f;
+  in.values = v;
+  const double ops = 2.0 * double(1 << 20) * double(1 << 20) * 12;
+  ResultFloor f = knn::compute_floor(in);
+  EXPECT_EQ(f.bound, FloorBound::compute);
+  EXPECT_EQ(f.rate_name, "fp16_tflops");
+  EXPECT_DOUBLE_EQ(f.compute_ms, compute_ms(ops, 800));
+  EXPECT_TRUE(f.note.empty()) << f.note;
+  in.values = whole(0, 255);  // int8 first
+  EXPECT_EQ(knn::compute_floor(in).rate_name, "int8_tops");
+  in.values = v;
+  in.k = 17;
+  EXPECT_EQ(knn::compute_floor(in).rate_name, "tf32_tflops");
+  in.k = 16;
+  EXPECT_EQ(knn::compute_floor(in).rate_name, "fp16_tflops");
+  in.values = knn::ValueTraits{};
+  EXPECT_EQ(knn::compute_floor(in).rate_name, "tf32_tflops");
+  in.values = v, in.values.highest = 1e-30f;  // a span whose scale would leave float's range
+  EXPECT_EQ(knn::compute_floor(in).rate_name, "tf32_tflops");
+  in.values = v, in.values.finite = false;
+  EXPECT_EQ(knn::compute_floor(in).rate_name, "tf32_tflops");
+  in.values = v;
+  in.rates.push_back(in.rates[0]);
+  in.rates[1].fp16_tflops = 0;  // one device without it
+  f = knn::compute_floor(in);
+  EXPECT_EQ(f.rate_name, "tf32_tflops");
+  EXPECT_DOUBLE_EQ(f.compute_ms, compute_ms(2.0 * double(1 << 20) * double(1 << 20) * 16, 800));
+  EXPECT_NE(f.note.find("no fp16_tflops measured"), std::string::npos) << f.note;
+  knn::ValueTraits one_value = v;
+  one_value.lowest = one_value.highest = 3.f;
+  EXPECT_TRUE(knn::fp16_exact(one_value, 16));
+  EXPECT_FALSE(knn::fp16_exact(v, 17));
+}
+
 TEST(Floor, SelfJoinCopiesTheReferencesOnceAndComputesHalfTheDistances) {
   FloorInput in = shape(200000, 200000, 64, 4, "gpu");
   in.self_join = true;
@@ -269,6 +310,9 @@ TEST(FloorSchema, MalformedFieldsAreRefused) {
   bad["devices"][0]["rates"]["tf32_tflops"] = -1;
   refused(bad, "devices[0].rates.tf32_tflops: -1, expected a finite number > 0");
   bad = good;
+  bad["devices"][0]["rates"]["fp16_tflops"] = -1;  // optional, but never negative
+  refused(bad, "devices[0].rates.fp16_tflops: -1, expected a finite number > 0");
+  bad = good;
   bad["devices"][0]["rates"]["int8_tops"] = "fast";
   refused(bad, "devices[0].rates.int8_tops");
   bad = good;
@@ -306,6 +350,12 @@ TEST(FloorSchema, OlderFilesWithoutTheFieldsRead) {
   }
   EXPECT_TRUE(knn::floor_row(doc.results, knn::summary_table(doc.results)[0]).empty());
   EXPECT_EQ(knn::rates_text(doc.info, 0), "rates not measured");
+  // Rates recorded before fp16's: read, fp16 0, the tables say "not measured".
+  const knn::ResultsDocument older = knn::read_results_file(std::string(KNN_SOURCE_DIR) + "/results/h100/floor/tile-seeds.json.gz");
+  ASSERT_FALSE(older.info.device_rates.empty());
+  EXPECT_GT(older.info.device_rates[0].tf32_tflops, 0);
+  EXPECT_EQ(older.info.device_rates[0].fp16_tflops, 0);
+  EXPECT_NE(knn::rates_text(older.info, 0).find("TFLOP/s, fp16 not measured"), std::string::npos) << knn::rates_text(older.info, 0);
 }
 
 // A run here: without CUDA (or a device) no rates, and the file says why; a cpu version's floor is

@@ -62,11 +62,12 @@ TEST(IsolateOptions, EveryFieldRoundTrips) {
   o.csv_path = "a.csv";
   o.argv = {"knnbench", "--case", "3"};
   o.rates_given = true;  // the parent's rates, handed to the child
-  o.given_rates = {knn::DeviceRates{50.5, 423, 1424, 2966, 54.9, 8.1, 54.9, 11.4, 302}};
+  o.given_rates = {knn::DeviceRates{50.5, 423, 1424, 2966, 54.9, 8.1, 54.9, 11.4, 302, 790}};
   o.given_rates_note = "measured by the parent";
 
   EXPECT_EQ(fields(round_trip(o)), fields(o));
   EXPECT_DOUBLE_EQ(round_trip(o).given_rates.at(0).int8_tops, 1424);
+  EXPECT_DOUBLE_EQ(round_trip(o).given_rates.at(0).fp16_tflops, 790);
   RunOptions no_seed = o;
   no_seed.seed.reset();
   EXPECT_FALSE(round_trip(no_seed).seed.has_value());
