@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <vector>
 
@@ -112,8 +113,9 @@ DeviceRates measure_rates_on(int device) {
   KNN_CUDA_CHECK_LAUNCH();
   try {
     r.fp16_tflops = per_second(ops(kTensor), gemm(kTensor, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, &one, &zero), 1e12);
-  } catch (const std::runtime_error&) {
+  } catch (const std::runtime_error& e) {
     r.fp16_tflops = 0;
+    fmt::print(stderr, "knnbench: warning: GPU {}: fp16 rate not measured ({}); floors there take TF32's rate\n", device, e.what());
   }
 
   // Device memory: a copy reads and writes every byte.
