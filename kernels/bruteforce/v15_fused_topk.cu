@@ -205,6 +205,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
     merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge, s.merge_runs);
 
+  const cuda::JoinOnUnwind join(search);  // on an exception, the search's kernels end before the buffers are freed
   gpu::scan::Args a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
   a.references = references.data();

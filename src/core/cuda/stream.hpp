@@ -2,6 +2,7 @@
 // Streams, events and the event-based PhaseTimer that reports GPU phases to the harness.
 #include <cuda_runtime_api.h>
 
+#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,22 @@ class Event {
  private:
   int device_;
   cudaEvent_t e_ = nullptr;
+};
+
+// Waits for a stream when its scope is left by an exception, and only then: buffers freed on another
+// stream after it (declared before this) would otherwise be reused while its kernels still read them.
+class JoinOnUnwind {
+ public:
+  explicit JoinOnUnwind(cudaStream_t s) : s_(s), pending_(std::uncaught_exceptions()) {}
+  ~JoinOnUnwind() {
+    if (std::uncaught_exceptions() > pending_) (void)cudaStreamSynchronize(s_);
+  }
+  JoinOnUnwind(const JoinOnUnwind&) = delete;
+  JoinOnUnwind& operator=(const JoinOnUnwind&) = delete;
+
+ private:
+  cudaStream_t s_;
+  int pending_;
 };
 
 // Milliseconds between two recorded events (both done).

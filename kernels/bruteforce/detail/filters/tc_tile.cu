@@ -330,7 +330,7 @@ void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunConte
   PartialMerge merger(p.m, p.topk, p.topk, copy, false);
   // Destroyed before the buffers (declared after them): on an exception, the kernels already queued on
   // the search stream finish before the copy stream frees what they read.
-  struct JoinSearch { cudaStream_t s; ~JoinSearch() { (void)cudaStreamSynchronize(s); } } join{search};
+  const cuda::JoinOnUnwind join(search);
 
   TileArgs a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
