@@ -82,6 +82,8 @@ struct V15Case {
   std::string collect_balance = "";
   // v15.one_stream ("" leaves the default: off).
   std::string one_stream = "";
+  // v15.host_keys ("" leaves the default: auto, up to 4096 queries).
+  std::string host_keys = "";
   // The tile filter: v15.tc_tile ("" leaves the default) and whether it must run.
   std::string tc_tile = "";
   bool expect_tile = false;
@@ -97,7 +99,7 @@ struct V15Case {
                        collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores)) +
            (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance) +
            (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks) +
-           (tc_tile.empty() ? "" : "_tile" + tc_tile);
+           (tc_tile.empty() ? "" : "_tile" + tc_tile) + (host_keys.empty() ? "" : "_hostkeys" + host_keys);
   }
 };
 
@@ -562,7 +564,7 @@ std::string check_against_v0(const V15Case& c) {
         {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
         {"collect", c.collect}, {"collect_queries", c.collect_queries}, {"collect_scores", c.collect_scores},
         {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}, {"one_stream", c.one_stream},
-        {"int8_chunks", c.int8_chunks}, {"tc_tile", c.tc_tile}})
+        {"int8_chunks", c.int8_chunks}, {"tc_tile", c.tc_tile}, {"host_keys", c.host_keys}})
     if (!value.empty()) set[name] = value;
   if (set["int8"].empty()) set.erase("int8");
   env.params = params_for("v15", set);
@@ -637,6 +639,8 @@ std::string check_against_v0(const V15Case& c) {
     if (c.expect_collect && c.self_join && c.dist == Distribution::integers && c.integer_max <= 3)
       EXPECT_EQ(ctx.path.find(" 0 buffers cut back"), std::string::npos) << ctx.path;
   }
+  if (!c.host_keys.empty() && ctx.path.find(" merged by atomicMin") != std::string::npos)
+    EXPECT_EQ(ctx.path.find("unpacked on the host") != std::string::npos, c.host_keys == "on") << c.name() << ": " << ctx.path;
   if (c.one_stream == "on" && ctx.path.find(" x 1 chunk (") != std::string::npos)
     EXPECT_NE(ctx.path.find("copy and search on one stream"), std::string::npos) << c.name() << ": " << ctx.path;
   // The int8 path's reference chunks: as many as the plan's boundaries (one for a self-join), the
@@ -702,6 +706,20 @@ std::vector<V15Case> one_stream_cases() {
     for (V15Case c : list)
       if (c.n <= 65537 && std::size_t(c.n) * c.dim <= (std::size_t(1) << 20)) {
         c.one_stream = "on";
+        out.push_back(c);
+      }
+  return out;
+}
+
+// v15.host_keys off and on: every topk-1 shape of the lists above (the scan's keys unpacked by a
+// kernel, or downloaded and unpacked on the host, also past the automatic rule's 4096 queries).
+std::vector<V15Case> host_keys_cases() {
+  std::vector<V15Case> out;
+  for (const V15Case& base : v15_cases())
+    if (base.topk == 1 && base.tc.empty() && base.f32.empty())
+      for (const char* mode : {"off", "on"}) {
+        V15Case c = base;
+        c.host_keys = mode;
         out.push_back(c);
       }
   return out;
@@ -775,6 +793,8 @@ INSTANTIATE_TEST_SUITE_P(GpuCollect, GpuV15, ::testing::ValuesIn(collect_cases()
 INSTANTIATE_TEST_SUITE_P(GpuTile, GpuV15, ::testing::ValuesIn(tile_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuOneStream, GpuV15, ::testing::ValuesIn(one_stream_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuHostKeys, GpuV15, ::testing::ValuesIn(host_keys_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 
 // Fractional values, or whole ones over a span of 256, keep the fused scan even when asked for the
@@ -960,6 +980,38 @@ TEST(V15Plan, HeapsScanMoreRowsPerThreadWhileEverySmKeepsABlock) {
                     std::min(sms, b.blocks_per_chunk()))
               << m << " " << n << " " << topk;
       }
+}
+
+// The nearest neighbour's minimum: fewer groups a thread (down to 1) only where kMinGroupsNearest
+// leaves SMs without a block, and then enough splits for every SM where the rows allow.
+TEST(V15Plan, NearestNeighbourFillsEverySmBeforeScanningFewerRows) {
+  const int sms = 132, resident = sms * 16;
+  const auto base = [&](int m, int n, int groups = gpu::kMinGroupsNearest) {
+    return gpu::plan_scan(m, n, 3, 1, 1, resident, false, true, true, groups);
+  };
+  EXPECT_EQ(base(1, 1 << 16).splits, 32);  // case 3: 16384 groups / (128 row threads x 4)
+  EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 16), sms, 4), 1);
+  EXPECT_EQ(base(1, 1 << 16, 1).splits, 128);
+  EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 17), sms, 4), 1);   // 64 blocks at 4; 255 at 1 (32768 / (128 x 132) < 2)
+  EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 18), sms, 4), 3);   // 65536 groups / (128 x 132) = 3
+  EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 19), sms, 4), 4);   // 256 blocks at 4 already
+  EXPECT_EQ(gpu::nearest_min_groups(base(1024, 1024), sms, 4), 4);   // case 5: 8 query groups x 64 splits
+  EXPECT_EQ(gpu::nearest_min_groups(base(1, 2), sms, 4), 1);         // one group: one block whatever the minimum
+  for (int m : {1, 2, 7, 100, 1024})
+    for (int n : {1, 1000, 65537, 1 << 18, 1 << 22}) {
+      const gpu::ScanPlan b = base(m, n);
+      const int groups = gpu::nearest_min_groups(b, sms, 4);
+      EXPECT_GE(groups, 1);
+      EXPECT_LE(groups, 4);
+      if (b.blocks_per_chunk() >= sms) EXPECT_EQ(groups, 4) << m << " " << n;
+      EXPECT_GE(base(m, n, groups).blocks_per_chunk(), b.blocks_per_chunk()) << m << " " << n;
+    }
+  // v15.host_keys: auto up to 4096 queries.
+  EXPECT_TRUE(gpu::host_keys_taken(1, Mode::automatic));
+  EXPECT_TRUE(gpu::host_keys_taken(gpu::kHostKeysMaxQueries, Mode::automatic));
+  EXPECT_FALSE(gpu::host_keys_taken(gpu::kHostKeysMaxQueries + 1, Mode::automatic));
+  EXPECT_TRUE(gpu::host_keys_taken(1 << 20, Mode::on));
+  EXPECT_FALSE(gpu::host_keys_taken(1, Mode::off));
 }
 
 TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
@@ -1179,6 +1231,8 @@ TEST(V15EngineSettings, ComeFromTheParameters) {
   EXPECT_EQ(d.min_groups, 0);
   EXPECT_TRUE(d.ramp && d.taper && d.merge_runs && d.shared_lists);
   EXPECT_FALSE(d.one_stream);
+  EXPECT_EQ(d.host_keys, Mode::automatic);
+  EXPECT_EQ(gpu::settings_from(ParamValues("v15", decls, {{"host_keys", "off"}})).host_keys, Mode::off);
   EXPECT_EQ(d.int8_chunks, 0);  // auto
   EXPECT_EQ(gpu::settings_from(ParamValues("v15", decls, {{"int8_chunks", "7"}})).int8_chunks, 7);
   EXPECT_EQ(gpu::settings_from(ParamValues("v15", decls, {{"int8_chunks", "1"}})).int8_chunks, 1);

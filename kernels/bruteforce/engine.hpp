@@ -35,6 +35,7 @@ struct EngineSettings {
   int min_groups = 0;                      // the fewest row groups a thread scans in its split; 0 the rule
   bool merge_runs = true;                  // the merge's reduction passes
   bool one_stream = false;                 // one chunk: the search on the copy stream
+  Mode host_keys = Mode::automatic;        // topk 1's scan: keys unpacked on the host
 };
 
 // The declarations of the engine's parameters (v15's, and v18's, which runs the engine on each rank).

@@ -40,9 +40,13 @@ std::vector<ParamDecl> engine_params() {
       P::flag("ramp", true, "the scan's first chunks growing from 512 KiB (off: equal chunks)", "KNN_V15_RAMP"),
       P::flag("taper", true, "the scan's last chunk halved for fewer than 64 queries at topk 1 (off: whole)", "KNN_V15_TAPER"),
       P::integer("min_groups", 0, 0, 1 << 20,
-                 "the fewest 4-row groups a thread scans in its split; 0: the rule (4 at topk 1, 16 otherwise, more for few queries' heaps)",
+                 "the fewest 4-row groups a thread scans in its split; 0: the rule (4 at topk 1, fewer where that leaves SMs idle; 16 otherwise, "
+                 "more for few queries' heaps)",
                  "KNN_V15_MIN_GROUPS"),
       P::flag("one_stream", false, "with one chunk of references, the search on the copy stream (off, the default: a second stream, as with several chunks)"),
+      P::mode("host_keys",
+              "topk 1's scan: each query's packed key downloaded once into pinned memory and unpacked on the host (no unpack kernel, one "
+              "download instead of two); auto: up to 4096 queries"),
       P::flag("merge_runs", true, "the merge's reduction passes over runs for fewer queries than SMs (off: each query's keys sorted at once)",
               "KNN_V15_MERGE_RUNS"),
   };
@@ -57,7 +61,7 @@ EngineSettings settings_from(const ParamValues& v) {
   s.collect_queries = v.text("collect_queries") == "auto" ? 0 : int(v.integer("collect_queries"));
   s.collect_scores = v.mode("collect_scores"), s.collect_tc = v.mode("collect_tc"), s.collect_balance = v.mode("collect_balance");
   s.ramp = v.on("ramp"), s.taper = v.on("taper"), s.min_groups = int(v.integer("min_groups")), s.merge_runs = v.on("merge_runs");
-  s.one_stream = v.on("one_stream");
+  s.one_stream = v.on("one_stream"), s.host_keys = v.mode("host_keys");
   return s;
 }
 

@@ -84,7 +84,7 @@ std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, in
 // The scan's plan, or the fp32 filter's (the same layout) with its `filter_queries` per thread (its lists
 // are the keys in global memory: no partial lists, so no budget for them). `single`: one chunk. The
 // fewest row groups a thread scans in its split: v15.min_groups, else kMinGroupsNearest for the scan's
-// topk 1, heap_min_groups for its heaps, kMinGroupsPerThread otherwise (scan_plan.hpp).
+// topk 1 (fewer where that leaves SMs idle: nearest_min_groups), heap_min_groups for its heaps, kMinGroupsPerThread otherwise (scan_plan.hpp).
 gpu::ScanPlan plan_for(const knn::Problem& p, const gpu::EngineSettings& s, long long resident_blocks, int sms,
                        int filter_queries, bool single) {
   const List l = list_for(p.topk);
@@ -97,6 +97,10 @@ gpu::ScanPlan plan_for(const knn::Problem& p, const gpu::EngineSettings& s, long
                           p.self_join || l == List::heap || single, s.ramp, s.taper, groups);
   };
   const gpu::ScanPlan base = plan(knob > 0 ? knob : l == List::one ? gpu::kMinGroupsNearest : gpu::kMinGroupsPerThread);
+  if (l == List::one && knob == 0) {
+    const int fewer = gpu::nearest_min_groups(base, sms, gpu::kMinGroupsNearest);
+    return fewer < gpu::kMinGroupsNearest ? plan(fewer) : base;
+  }
   const int groups = l == List::heap && knob == 0 ? gpu::heap_min_groups(base, p.m, p.topk, sms, gpu::kMinGroupsPerThread) : 0;
   return groups > gpu::kMinGroupsPerThread ? plan(groups) : base;
 }
@@ -194,6 +198,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<std::int32_t> partial_indices(partial_slots, copy);
   const std::size_t key_slots = filter ? std::size_t(p.m) * p.topk : list == List::one ? p.m : 0;
   cuda::StreamBuffer<unsigned long long> best(key_slots, copy);
+  const bool host_keys = !filter && !collect.chosen && list == List::one && gpu::host_keys_taken(p.m, s.host_keys);
+  note(ctx, "host_keys", s.host_keys, host_keys);
+  cuda::PinnedStaging<unsigned long long> staged(host_keys ? p.m : 0);
   cuda::StreamBuffer<float> heap_distances(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
   cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
@@ -205,7 +212,8 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (merge || (filter && p.topk > 1))  // the filters' lists: their keys sorted per query
     merger = std::make_unique<gpu::PartialMerge>(p.m, (merge ? partials : 1) * p.topk, p.topk, copy, merge, s.merge_runs);
 
-  const cuda::JoinOnUnwind join(search);  // on an exception, the search's kernels end before the buffers are freed
+  // On an exception, the search's kernels end before the buffers are freed, the keys' download before `staged` is.
+  const cuda::JoinOnUnwind join(search), join_copy(copy);
   gpu::scan::Args a{};
   a.queries = p.self_join ? references.data() : own_queries.data();
   a.references = references.data();
@@ -271,10 +279,13 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (merge)
     merger->enqueue(partial_distances.data(), partial_indices.data(), indices.data(), distances.data());
   else if (merger) merger->enqueue_keys(best.data(), indices.data(), distances.data());
-  else if (key_slots > 0)
+  else if (key_slots > 0 && !host_keys)
     gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
   merged.record(copy);
-  cuda::download_answers(p, indices.data(), distances.data(), out, copy);
+  if (host_keys)
+    KNN_CUDA_TRY(cudaMemcpyAsync(staged.data(), best.data(), p.m * sizeof(unsigned long long), cudaMemcpyDeviceToHost, copy));
+  else
+    cuda::download_answers(p, indices.data(), distances.data(), out, copy);
   done.record(copy);
   // The filters' candidate count and the buffers' counts, after the last timed event (no part of the answer).
   unsigned long long exact_count = 0;
@@ -282,6 +293,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates.data(), sizeof exact_count, cudaMemcpyDeviceToHost, copy));
   if (collector) collector->download_counts(copy);
   copy.synchronize();
+  if (host_keys) gpu::unpack_best_on_host(staged.data(), p.m, out.indices, out.distances);  // timed with the call
 
   gpu::report_chunk_phases(ctx.timing, start, copied[chunks - 1], search_start, searched, merged, done);
   if (tc.chosen) {
@@ -315,7 +327,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   // Formatted after the call (RunContext::path_later; scan_path.hpp).
   gpu::ScanPathFacts f{p.dim, compiled_dim(p.dim), list_name(list), plan, s.ramp, partials,
-                       list == List::one ? std::string(" merged by atomicMin")
+                       list == List::one ? std::string(" merged by atomicMin") + (host_keys ? ", unpacked on the host" : "")
                        : merge ? " merged by " + merger->describe() + (s.merge_runs ? "" : " (merge_runs=off)")
                                : std::string(" written in place"),
                        one_stream, seed.chosen, seed.window, seed.why, collect.why, p.values.known,

@@ -79,11 +79,21 @@ __device__ void select_row(int n, int topk, KeyOf key_of, const unsigned long lo
   unsigned long long worst = kept[topk - 1];  // in every thread
   const int lane = threadIdx.x & 31;
   for (int base = 0; base < n; base += kSelectTile) {
+    // Every item's key first, then the ballots: the tile's loads are all in flight at once (with a
+    // ballot between each load and the next, one load per thread was, and the selection read the
+    // dot products at about a third of the device's bandwidth).
+    unsigned long long keys[kSelectItems];
+    bool takes[kSelectItems];
 #pragma unroll
     for (int item = 0; item < kSelectItems; ++item) {
       const int j = base + item * kSelectThreads + threadIdx.x;
-      unsigned long long key = kNoKey;
-      const bool take = j < n && key_of(j, &key) && key < worst;
+      keys[item] = kNoKey;
+      takes[item] = j < n && key_of(j, &keys[item]);
+    }
+#pragma unroll
+    for (int item = 0; item < kSelectItems; ++item) {
+      const unsigned long long key = keys[item];
+      const bool take = takes[item] && key < worst;
       const unsigned mask = __ballot_sync(0xffffffffu, take);
       if (mask == 0) continue;
       const int leader = __ffs(mask) - 1;

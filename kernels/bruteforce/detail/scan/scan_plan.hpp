@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "core/params.hpp"
+
 namespace knn::gpu {
 
 // Rows of a reference group: a thread reads 4 consecutive rows as dim 16-byte loads.
@@ -155,6 +157,25 @@ inline int heap_min_groups(const ScanPlan& base, int m, int topk, int sms, int m
   const long long per_group_blocks = (sms + base.query_groups - 1) / base.query_groups;
   const long long fill = chunk_groups / ((long long)base.ref_threads * per_group_blocks);
   return int(std::max<long long>(min_groups, std::min<long long>(fill, topk)));
+}
+
+// The nearest neighbour's scan (partial lists merged by atomicMin, so more splits cost one atomic
+// per warp each): where kMinGroupsNearest leaves fewer blocks per chunk than SMs, a thread gets fewer
+// groups, down to 1, until every SM has a block. (Case 3, 1 query × 2^16 rows: 32 blocks at 4
+// groups, 128 at 1; docs/v15.md.) `base`: the plan at `min_groups`.
+inline int nearest_min_groups(const ScanPlan& base, int sms, int min_groups) {
+  if (base.blocks_per_chunk() >= sms) return min_groups;
+  const long long chunk_groups = ((long long)largest_chunk(base.chunk_rows) + kScanGroup - 1) / kScanGroup;
+  const long long per_group_blocks = (sms + base.query_groups - 1) / base.query_groups;
+  const long long fill = chunk_groups / ((long long)base.ref_threads * per_group_blocks);
+  return int(std::clamp<long long>(fill, 1, min_groups));
+}
+
+// v15.host_keys for m queries (topk 1's scan): on, off, or auto up to kHostKeysMaxQueries (a host
+// loop of about a nanosecond a query against an unpack kernel's launch and a second download).
+constexpr int kHostKeysMaxQueries = 4096;
+inline bool host_keys_taken(int m, Mode mode) {
+  return mode == Mode::on || (mode == Mode::automatic && m <= kHostKeysMaxQueries);
 }
 
 // The merge of partial lists (topk_merge.cu) sorts each query's entries as one CUB segment, which

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 #include <cub/device/device_segmented_sort.cuh>
 
@@ -160,6 +162,15 @@ void fill_worst_keys(unsigned long long* keys, long long count, cudaStream_t str
 void unpack_best(const unsigned long long* keys, int m, std::int32_t* indices, float* distances, cudaStream_t stream) {
   unpack_kernel<<<grid_for(m), kThreads, 0, stream>>>(keys, m, 1, 1, indices, distances);
   KNN_CUDA_CHECK_LAUNCH();
+}
+
+void unpack_best_on_host(const unsigned long long* keys, int m, std::int32_t* indices, float* distances) {
+  for (int q = 0; q < m; ++q) {  // as unpack_kernel with topk 1
+    const auto index = static_cast<std::int32_t>(static_cast<std::uint32_t>(keys[q] & 0xffffffffu));
+    indices[q] = index < 0 ? 0 : index;
+    const auto bits = static_cast<std::uint32_t>(keys[q] >> 32);
+    std::memcpy(&distances[q], &bits, sizeof bits);
+  }
 }
 
 }  // namespace knn::gpu

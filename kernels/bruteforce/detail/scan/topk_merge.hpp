@@ -65,5 +65,7 @@ inline void report_chunk_phases(TimingSink& timing, const cuda::Event& start, co
 void fill_worst_keys(unsigned long long* keys, long long count, cudaStream_t stream);
 // Answers m queries with topk = 1 from one packed key each.
 void unpack_best(const unsigned long long* keys, int m, std::int32_t* indices, float* distances, cudaStream_t stream);
+// As unpack_best, on the host (v15.host_keys: the keys downloaded into pinned memory).
+void unpack_best_on_host(const unsigned long long* keys, int m, std::int32_t* indices, float* distances);
 
 }  // namespace knn::gpu
