@@ -189,21 +189,21 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const bool one_stream = s.one_stream && chunk_rows.size() == 2;
   cuda::Stream copy, second;
   const cudaStream_t search = one_stream ? copy.get() : second.get();
-  cuda::StreamBuffer<float> references(padded_rows(p.n) * p.dim, copy);
-  cuda::StreamBuffer<float> own_queries(p.self_join ? 0 : p.query_floats(), copy);
-  cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), copy);
-  cuda::StreamBuffer<float> distances(p.result_slots(), copy);
   const std::size_t partial_slots = merge ? std::size_t(p.m) * partials * p.topk : 0;
-  cuda::StreamBuffer<float> partial_distances(partial_slots, copy);
-  cuda::StreamBuffer<std::int32_t> partial_indices(partial_slots, copy);
   const std::size_t key_slots = filter ? std::size_t(p.m) * p.topk : list == List::one ? p.m : 0;
-  cuda::StreamBuffer<unsigned long long> best(key_slots, copy);
   const bool host_keys = !filter && !collect.chosen && list == List::one && gpu::host_keys_taken(p.m, s.host_keys);
   note(ctx, "host_keys", s.host_keys, host_keys);
   cuda::PinnedStaging<unsigned long long> staged(host_keys ? p.m : 0);
-  cuda::StreamBuffer<float> heap_distances(heap_slots(plan, list, p.topk), copy);
-  cuda::StreamBuffer<std::int32_t> heap_indices(heap_slots(plan, list, p.topk), copy);
-  cuda::StreamBuffer<unsigned long long> candidates(filter ? 1 : 0, copy);
+  float *references, *own_queries, *distances, *partial_distances, *heap_distances;
+  std::int32_t *indices, *partial_indices, *heap_indices;
+  unsigned long long *best, *candidates;
+  const std::size_t answers = host_keys ? 0 : p.result_slots(), heap = heap_slots(plan, list, p.topk);
+  const cuda::StreamSlab slab(copy, {cuda::slab_part(references, padded_rows(p.n) * p.dim),
+                                     cuda::slab_part(own_queries, p.self_join ? 0 : p.query_floats()),
+                                     cuda::slab_part(indices, answers), cuda::slab_part(distances, answers),
+                                     cuda::slab_part(partial_distances, partial_slots), cuda::slab_part(partial_indices, partial_slots),
+                                     cuda::slab_part(best, key_slots), cuda::slab_part(heap_distances, heap),
+                                     cuda::slab_part(heap_indices, heap), cuda::slab_part(candidates, filter ? 1 : 0)});
   std::optional<gpu::ScanSeed> seeder;
   if (seed.chosen) seeder.emplace(p.m, p.n, p.dim, p.self_join, copy);
   std::optional<gpu::SeedCollect> collector;
@@ -215,23 +215,23 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   // On an exception, the search's kernels end before the buffers are freed, the keys' download before `staged` is.
   const cuda::JoinOnUnwind join(search), join_copy(copy);
   gpu::scan::Args a{};
-  a.queries = p.self_join ? references.data() : own_queries.data();
-  a.references = references.data();
+  a.queries = p.self_join ? references : own_queries;
+  a.references = references;
   a.dim = p.dim, a.m = p.m, a.topk = p.topk, a.self_join = p.self_join;
   a.splits = tc.chosen ? tc.splits : plan.splits;
   a.query_threads = plan.query_threads, a.ref_threads = plan.ref_threads;
   a.tc_center = tc.chosen ? tc.center : f32.center, a.tc_band = tc.chosen ? tc.band : f32.band;
-  a.tc_candidates = candidates.data();
+  a.tc_candidates = candidates;
   const std::size_t dynamic_shared = tc.chosen ? shared_list_bytes(tc, p.topk, kernel, info.ordinal, s.shared_lists) : 0;
   a.tc_shared_lists = dynamic_shared > 0;
   if (dynamic_shared > 0)
     KNN_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       int(dynamic_shared)));
   a.partials = partials;
-  a.partial_distances = merge ? partial_distances.data() : distances.data();
-  a.partial_indices = merge ? partial_indices.data() : indices.data();
-  a.best = best.data();
-  a.heap_distances = heap_distances.data(), a.heap_indices = heap_indices.data();
+  a.partial_distances = merge ? partial_distances : distances;
+  a.partial_indices = merge ? partial_indices : indices;
+  a.best = best;
+  a.heap_distances = heap_distances, a.heap_indices = heap_indices;
   a.query_order = seeder ? seeder->order() : nullptr, a.query_bound = seeder ? seeder->bound() : nullptr;
 
   const int chunks = int(chunk_rows.size()) - 1;
@@ -242,15 +242,15 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   // The keys' and the count's initial values are set on the search stream, while the copy stream
   // starts uploading at once (after `start`, which orders the buffers' allocation before them).
   KNN_CUDA_TRY(cudaStreamWaitEvent(search, start.get(), 0));
-  if (key_slots > 0) gpu::fill_worst_keys(best.data(), (long long)key_slots, search);
-  if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates.data(), 0, sizeof(unsigned long long), search));
+  if (key_slots > 0) gpu::fill_worst_keys(best, (long long)key_slots, search);
+  if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates, 0, sizeof(unsigned long long), search));
   if (!p.self_join)
-    KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float),
+    KNN_CUDA_TRY(cudaMemcpyAsync(own_queries, p.queries, p.query_floats() * sizeof(float),
                                  cudaMemcpyHostToDevice, copy));
   for (int c = 0; c < chunks; ++c) {
     const std::size_t first = std::size_t(chunk_rows[c]) * p.dim;
     const std::size_t floats = std::size_t(chunk_rows[c + 1] - chunk_rows[c]) * p.dim;
-    KNN_CUDA_TRY(cudaMemcpyAsync(references.data() + first, p.references + first, floats * sizeof(float),
+    KNN_CUDA_TRY(cudaMemcpyAsync(references + first, p.references + first, floats * sizeof(float),
                                  cudaMemcpyHostToDevice, copy));
     copied[c].record(copy);
   }
@@ -268,7 +268,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     a.partial_base = (long long)c * plan.splits * plan.ref_threads;
     if (collector) {
       collector->enqueue(a.queries, a.references, p.dim, p.n, p.self_join, seeder->order(), seeder->bound(),
-                         indices.data(), distances.data(), search);
+                         indices, distances, search);
       continue;
     }
     kernel<<<blocks, block_threads, dynamic_shared, search>>>(a);
@@ -277,20 +277,20 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   searched.record(search);
   KNN_CUDA_TRY(cudaStreamWaitEvent(copy, searched.get(), 0));
   if (merge)
-    merger->enqueue(partial_distances.data(), partial_indices.data(), indices.data(), distances.data());
-  else if (merger) merger->enqueue_keys(best.data(), indices.data(), distances.data());
+    merger->enqueue(partial_distances, partial_indices, indices, distances);
+  else if (merger) merger->enqueue_keys(best, indices, distances);
   else if (key_slots > 0 && !host_keys)
-    gpu::unpack_best(best.data(), p.m, indices.data(), distances.data(), copy);
+    gpu::unpack_best(best, p.m, indices, distances, copy);
   merged.record(copy);
   if (host_keys)
-    KNN_CUDA_TRY(cudaMemcpyAsync(staged.data(), best.data(), p.m * sizeof(unsigned long long), cudaMemcpyDeviceToHost, copy));
+    KNN_CUDA_TRY(cudaMemcpyAsync(staged.data(), best, p.m * sizeof(unsigned long long), cudaMemcpyDeviceToHost, copy));
   else
-    cuda::download_answers(p, indices.data(), distances.data(), out, copy);
+    cuda::download_answers(p, indices, distances, out, copy);
   done.record(copy);
   // The filters' candidate count and the buffers' counts, after the last timed event (no part of the answer).
   unsigned long long exact_count = 0;
   if (filter)
-    KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates.data(), sizeof exact_count, cudaMemcpyDeviceToHost, copy));
+    KNN_CUDA_TRY(cudaMemcpyAsync(&exact_count, candidates, sizeof exact_count, cudaMemcpyDeviceToHost, copy));
   if (collector) collector->download_counts(copy);
   copy.synchronize();
   if (host_keys) gpu::unpack_best_on_host(staged.data(), p.m, out.indices, out.distances);  // timed with the call
