@@ -648,8 +648,9 @@ std::string check_against_v0(const V15Case& c) {
   const bool overlapped = ctx.path.find("(copy overlapped)") != std::string::npos;
   if (int8 && !c.int8_chunks.empty()) {
     const int asked = c.int8_chunks == "auto" ? gpu::kInt8ChunksAuto : std::stoi(c.int8_chunks);
-    const int chunks = int(gpu::plan_int8(p, Mode::on, asked).chunk_rows.size()) - 1;
-    if (asked > 0) EXPECT_EQ(chunks, c.self_join ? 1 : int(gpu::int8_chunk_rows(p.n, asked).size()) - 1) << ctx.path;
+    const int chunks = int(gpu::plan_int8(p, Mode::on, asked, true).chunk_rows.size()) - 1;  // v15.int8_ramp's default
+    if (asked > 0)
+      EXPECT_EQ(chunks, c.self_join ? 1 : int(gpu::int8_halve_first(gpu::int8_chunk_rows(p.n, asked)).size()) - 1) << ctx.path;
     if (c.int8_chunks == "auto") EXPECT_GT(chunks, 1) << ctx.path;  // the rule's case is 60 MiB of references
     EXPECT_NE(ctx.path.find(fmt::format("references in {} chunk{}", chunks, chunks == 1 ? " (" : "s of up to")), std::string::npos)
         << c.name() << ": " << ctx.path;
@@ -1006,12 +1007,14 @@ TEST(V15Plan, NearestNeighbourFillsEverySmBeforeScanningFewerRows) {
       if (b.blocks_per_chunk() >= sms) EXPECT_EQ(groups, 4) << m << " " << n;
       EXPECT_GE(base(m, n, groups).blocks_per_chunk(), b.blocks_per_chunk()) << m << " " << n;
     }
-  // v15.host_keys: auto up to 4096 queries.
-  EXPECT_TRUE(gpu::host_keys_taken(1, Mode::automatic));
-  EXPECT_TRUE(gpu::host_keys_taken(gpu::kHostKeysMaxQueries, Mode::automatic));
-  EXPECT_FALSE(gpu::host_keys_taken(gpu::kHostKeysMaxQueries + 1, Mode::automatic));
-  EXPECT_TRUE(gpu::host_keys_taken(1 << 20, Mode::on));
-  EXPECT_FALSE(gpu::host_keys_taken(1, Mode::off));
+  // v15.host_keys: auto up to 4096 queries and 256 KiB of references (cases 0-2 and 5: yes; 3 and 4: no).
+  const std::size_t small = 1024 * 3 * 4, case3 = 65536 * 3 * 4;
+  EXPECT_TRUE(gpu::host_keys_taken(1, small, Mode::automatic));
+  EXPECT_TRUE(gpu::host_keys_taken(gpu::kHostKeysMaxQueries, gpu::kHostKeysMaxReferenceBytes, Mode::automatic));
+  EXPECT_FALSE(gpu::host_keys_taken(gpu::kHostKeysMaxQueries + 1, small, Mode::automatic));
+  EXPECT_FALSE(gpu::host_keys_taken(1, case3, Mode::automatic));
+  EXPECT_TRUE(gpu::host_keys_taken(1 << 20, case3, Mode::on));
+  EXPECT_FALSE(gpu::host_keys_taken(1, small, Mode::off));
 }
 
 TEST(V15Plan, SplitsFollowTheDeviceAndTheQueries) {
@@ -1200,6 +1203,17 @@ TEST(V15Int8Plan, ChunkRuleAndTheMemoryItNeeds) {
   EXPECT_GE(gpu::int8_device_bytes(p, a), inputs + answers + 2 * std::size_t(a.query_chunk) * a.chunk_stride * 4 + answers);
   EXPECT_GE(gpu::int8_device_bytes(p, one), inputs + answers + std::size_t(one.query_chunk) * one.padded_n * 4);
   EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic, 7).chunks(), 7);
+  // v15.int8_ramp: the first of several chunks halved (7552 rows: 3776 and 3776), one chunk more; one chunk stays one.
+  const gpu::Int8Plan ramp = gpu::plan_int8(p, gpu::Int8Mode::automatic, gpu::kInt8ChunksAuto, true);
+  EXPECT_EQ(ramp.chunks(), 9);
+  EXPECT_EQ(ramp.chunk_rows[1], 3776);
+  EXPECT_EQ(ramp.chunk_rows[2], 7552);
+  EXPECT_EQ(ramp.chunk_stride, a.chunk_stride);
+  EXPECT_NE(ramp.chunks_why.find("the first halved"), std::string::npos) << ramp.chunks_why;
+  EXPECT_EQ(gpu::plan_int8(p, gpu::Int8Mode::automatic, 1, true).chunks(), 1);
+  EXPECT_EQ(gpu::int8_halve_first({0, 64, 100}), (std::vector<int>{0, 64, 100}));  // 32 rows: below the alignment
+  EXPECT_EQ(gpu::int8_halve_first({0, 192, 300}), (std::vector<int>{0, 64, 192, 300}));
+  EXPECT_EQ(gpu::int8_halve_first({0, 300}), (std::vector<int>{0, 300}));
   // Self-joins: one chunk whatever is asked.
   p.self_join = true, p.m = p.n;
   const gpu::Int8Plan self = gpu::plan_int8(p, gpu::Int8Mode::automatic, 7);
@@ -1236,6 +1250,8 @@ TEST(V15EngineSettings, ComeFromTheParameters) {
   EXPECT_EQ(d.int8_chunks, 0);  // auto
   EXPECT_EQ(gpu::settings_from(ParamValues("v15", decls, {{"int8_chunks", "7"}})).int8_chunks, 7);
   EXPECT_EQ(gpu::settings_from(ParamValues("v15", decls, {{"int8_chunks", "1"}})).int8_chunks, 1);
+  EXPECT_TRUE(d.int8_ramp);
+  EXPECT_FALSE(gpu::settings_from(ParamValues("v15", decls, {{"int8_ramp", "off"}})).int8_ramp);
   EXPECT_TRUE(gpu::settings_from(ParamValues("v15", decls, {{"one_stream", "on"}})).one_stream);
   const gpu::EngineSettings s = gpu::settings_from(ParamValues(
       "v15", decls,

@@ -18,6 +18,7 @@ void fused_topk_search(const Problem& p, Neighbors out, RunContext& ctx);
 struct EngineSettings {
   Mode int8 = Mode::automatic;             // the exact int8 path
   int int8_chunks = 0;                     // its references copied in this many chunks under the search; 0 the rule
+  bool int8_ramp = true;                   // its first chunk cut in two halves
   Mode tc = Mode::automatic;               // the tensor-core filter
   Mode tc_split = Mode::automatic;         // its values split into hi + lo TF32
   Mode tc_tile = Mode::automatic;          // the tile filter (fp16 products, many queries)

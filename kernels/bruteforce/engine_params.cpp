@@ -11,6 +11,8 @@ std::vector<ParamDecl> engine_params() {
       P::choice("int8_chunks", "auto", {"auto", "1", "2", "3", "4", "5", "6", "7", "8", "10", "12", "16", "24", "32"},
                 "the int8 path's references copied in chunks, each searched as it lands; auto: sqrt(reference bytes / 3.3 MB) chunks, "
                 "at most 16, one for self-joins and under about 7 MB (1: one copy, then the search)"),
+      P::flag("int8_ramp", true,
+              "the int8 path's first reference chunk cut in two halves, so the search starts after half its copy (off: equal chunks)"),
       P::mode("tc", "the tensor-core (TF32) filter; auto: topk 1 at k >= 8, m >= 64, n >= 2^18; topk 2..32 at k >= 3, m >= 1024, n >= 2^18",
               "KNN_V15_TC"),
       P::mode("tc_split", "the tensor-core filter's values split into hi + lo TF32; auto: below 8 dimensions (on: k <= 8)",
@@ -46,7 +48,7 @@ std::vector<ParamDecl> engine_params() {
       P::flag("one_stream", false, "with one chunk of references, the search on the copy stream (off, the default: a second stream, as with several chunks)"),
       P::mode("host_keys",
               "topk 1's scan: each query's packed key downloaded once into pinned memory and unpacked on the host (no unpack kernel, one "
-              "download instead of two); auto: up to 4096 queries"),
+              "download instead of two); auto: up to 4096 queries and 256 KiB of references"),
       P::flag("merge_runs", true, "the merge's reduction passes over runs for fewer queries than SMs (off: each query's keys sorted at once)",
               "KNN_V15_MERGE_RUNS"),
   };
@@ -55,6 +57,7 @@ std::vector<ParamDecl> engine_params() {
 EngineSettings settings_from(const ParamValues& v) {
   EngineSettings s;
   s.int8 = v.mode("int8"), s.int8_chunks = v.text("int8_chunks") == "auto" ? 0 : int(v.integer("int8_chunks"));
+  s.int8_ramp = v.on("int8_ramp");
   s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.tc_tile = v.mode("tc_tile"), s.shared_lists = v.on("shared_lists");
   s.fp32_filter = v.mode("fp32_filter"), s.fp32_queries = int(v.integer("fp32_queries")), s.fp32_stage = v.mode("fp32_stage");
   s.seed = v.mode("seed"), s.collect = v.mode("collect");

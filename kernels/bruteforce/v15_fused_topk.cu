@@ -144,7 +144,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (p.m < 1 || p.n < 1) return;
   cuda::DeviceScope scope(info.ordinal);
   const gpu::EngineSettings s = gpu::settings_from(ctx.env.params);
-  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks, s.int8_ramp);
   note(ctx, "int8", s.int8, int8.chosen);
   if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
   const gpu::TilePlan tile = gpu::plan_tile(p, s.tc, s.tc_tile, info.cc_major);
@@ -191,7 +191,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const cudaStream_t search = one_stream ? copy.get() : second.get();
   const std::size_t partial_slots = merge ? std::size_t(p.m) * partials * p.topk : 0;
   const std::size_t key_slots = filter ? std::size_t(p.m) * p.topk : list == List::one ? p.m : 0;
-  const bool host_keys = !filter && !collect.chosen && list == List::one && gpu::host_keys_taken(p.m, s.host_keys);
+  const bool host_keys = !filter && !collect.chosen && list == List::one && gpu::host_keys_taken(p.m, std::size_t(p.n) * p.dim * sizeof(float), s.host_keys);
   note(ctx, "host_keys", s.host_keys, host_keys);
   cuda::PinnedStaging<unsigned long long> staged(host_keys ? p.m : 0);
   float *references, *own_queries, *distances, *partial_distances, *heap_distances;
@@ -337,7 +337,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
 
 std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env) {
   const gpu::EngineSettings s = gpu::settings_from(env.params);
-  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks);
+  const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks, s.int8_ramp);
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
   if (const gpu::TilePlan t = gpu::plan_tile(p, s.tc, s.tc_tile, env.devices.empty() ? 0 : env.devices[0].cc_major); t.chosen)
     return gpu::tile_device_bytes(p, t);

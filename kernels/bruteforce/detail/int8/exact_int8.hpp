@@ -66,10 +66,14 @@ struct Int8Plan {
 };
 
 // `chunks`: v15.int8_chunks (kInt8ChunksAuto: the rule; 1: the unpipelined path; more: asked for,
-// fewer where n has fewer kInt8ChunkAlign-row blocks).
-Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks = kInt8ChunksAuto);
+// fewer where n has fewer kInt8ChunkAlign-row blocks). `halve_first` (v15.int8_ramp): with several
+// chunks, the first is cut in two halves, so the search starts after half its copy (one chunk more).
+Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks = kInt8ChunksAuto, bool halve_first = false);
 // The chunk boundaries for `chunks` chunks of n rows (plan_int8's, exposed for the tests).
 std::vector<int> int8_chunk_rows(int n, int chunks);
+// `rows` (chunk boundaries) with the first of several chunks cut at its half, down to a multiple of
+// kInt8ChunkAlign (unchanged where that is 0).
+std::vector<int> int8_halve_first(std::vector<int> rows);
 // Device memory one call on this path needs (inputs as float and int8, norms, one round of dot
 // products (two with chunks, at half the cap each), the carried keys, answers, and a margin for
 // cuBLAS's workspace).

@@ -24,7 +24,14 @@ std::vector<int> int8_chunk_rows(int n, int chunks) {
   return bounds;
 }
 
-Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks) {
+std::vector<int> int8_halve_first(std::vector<int> rows) {
+  if (rows.size() < 3) return rows;  // one chunk: nothing is searched before the whole copy anyway
+  const int half = rows[1] / 2 / kInt8ChunkAlign * kInt8ChunkAlign;
+  if (half > 0) rows.insert(rows.begin() + 1, half);
+  return rows;
+}
+
+Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks, bool halve_first) {
   Int8Plan plan;
   const ValueTraits& v = p.values;
   if (mode == Int8Mode::off) {
@@ -71,6 +78,10 @@ Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks) {
     plan.chunks_why = fmt::format("int8_chunks={}", chunks);
   }
   plan.chunk_rows = int8_chunk_rows(std::max(0, p.n), wanted);
+  if (halve_first && plan.chunks() > 1) {
+    plan.chunk_rows = int8_halve_first(plan.chunk_rows);
+    plan.chunks_why += "; the first halved";
+  }
   // One round's dot products fit the cap; with chunks, two rounds' (the GEMM writes one while the
   // selection reads the other).
   int largest = 0;

@@ -171,11 +171,15 @@ inline int nearest_min_groups(const ScanPlan& base, int sms, int min_groups) {
   return int(std::clamp<long long>(fill, 1, min_groups));
 }
 
-// v15.host_keys for m queries (topk 1's scan): on, off, or auto up to kHostKeysMaxQueries (a host
-// loop of about a nanosecond a query against an unpack kernel's launch and a second download).
+// v15.host_keys for m queries against `reference_bytes` (topk 1's scan): on, off, or auto up to
+// kHostKeysMaxQueries (a host loop of about a nanosecond a query against an unpack kernel's launch and
+// a second download) and kHostKeysMaxReferenceBytes. Measured on an H100 (docs/v15.md): 3-7 µs faster
+// with at most 12 KiB of references (cases 0, 1, 2, 5), 2-4 µs slower with 768 KiB and 4 MiB (cases 3, 4).
 constexpr int kHostKeysMaxQueries = 4096;
-inline bool host_keys_taken(int m, Mode mode) {
-  return mode == Mode::on || (mode == Mode::automatic && m <= kHostKeysMaxQueries);
+constexpr std::size_t kHostKeysMaxReferenceBytes = std::size_t(256) << 10;
+inline bool host_keys_taken(int m, std::size_t reference_bytes, Mode mode) {
+  return mode == Mode::on ||
+         (mode == Mode::automatic && m <= kHostKeysMaxQueries && reference_bytes <= kHostKeysMaxReferenceBytes);
 }
 
 // The merge of partial lists (topk_merge.cu) sorts each query's entries as one CUB segment, which
