@@ -58,15 +58,16 @@ __device__ void sort_block(unsigned long long* buf, int count) {
     }
 }
 
-// `key_of(j, &key)` returns false for a candidate to leave out (the query itself in a self-join)
-// and otherwise writes its key; j runs over [0, n). The kept keys start as `carried[0, topk)` (the
+// `tile_keys(base, keys, takes)` writes the keys of the tile's kSelectTile candidates [base, base +
+// kSelectTile), kSelectItems a thread, in any order that covers each candidate once; takes[i] is false
+// for an item past n and for a candidate to leave out (the query itself in a self-join). The kept keys start as `carried[0, topk)` (the
 // best of the rows searched before, sorted; nullptr: none). With `keys_out` the topk best keys are
 // written there, sorted (it may be `carried`: each block reads its own before it writes); without,
 // as (index, distance), ascending, and slots nothing filled read (-1, +inf), as v0 leaves them
 // (v0's topk = 1 loop: (0, +inf)). Launch with kSelectThreads threads and shared_bytes(topk) of
 // dynamic shared memory.
-template <typename KeyOf>
-__device__ void select_row(int n, int topk, KeyOf key_of, const unsigned long long* carried, unsigned long long* keys_out,
+template <typename TileKeys>
+__device__ void select_row(int n, int topk, TileKeys tile_keys, const unsigned long long* carried, unsigned long long* keys_out,
                            std::int32_t* out_index, float* out_distance) {
   extern __shared__ unsigned long long shared_keys[];
   __shared__ int count;
@@ -79,17 +80,10 @@ __device__ void select_row(int n, int topk, KeyOf key_of, const unsigned long lo
   unsigned long long worst = kept[topk - 1];  // in every thread
   const int lane = threadIdx.x & 31;
   for (int base = 0; base < n; base += kSelectTile) {
-    // Every item's key first, then the ballots: the tile's loads are all in flight at once (with a
-    // ballot between each load and the next, one load per thread was, and the selection read the
-    // dot products at about a third of the device's bandwidth).
+    // Every item's key first, then the ballots: the tile's loads are all in flight at once.
     unsigned long long keys[kSelectItems];
     bool takes[kSelectItems];
-#pragma unroll
-    for (int item = 0; item < kSelectItems; ++item) {
-      const int j = base + item * kSelectThreads + threadIdx.x;
-      keys[item] = kNoKey;
-      takes[item] = j < n && key_of(j, &keys[item]);
-    }
+    tile_keys(base, keys, takes);
 #pragma unroll
     for (int item = 0; item < kSelectItems; ++item) {
       const unsigned long long key = keys[item];

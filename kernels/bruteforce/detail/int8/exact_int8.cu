@@ -72,23 +72,39 @@ __global__ void squared_norms(const std::int8_t* __restrict__ x, int rows, int p
 // Block b answers query first + b from its row of dot products with the chunk of references that
 // starts at row `row_first` (dots[b · stride + j], j < rows; candidate j is reference row_first + j).
 // `carried`: the query's kept keys from the chunks before (nullptr: none); `keys_out`: where its
-// keys go for the chunks after (nullptr: the last chunk, the answers are written).
+// keys go for the chunks after (nullptr: the last chunk, the answers are written). A thread reads its
+// dot products and the rows' norms 4 at a time (16-byte loads: the row starts on a multiple of 4
+// entries, row_first is a multiple of kInt8ChunkAlign, and both arrays hold `rows` rounded up to 4).
 __global__ __launch_bounds__(select::kSelectThreads) void select_from_dots(
     const std::int32_t* __restrict__ dots, int stride, const std::int32_t* __restrict__ ref_norms,
     const std::int32_t* __restrict__ query_norms, int row_first, int rows, int first, int topk, bool self_join,
     const unsigned long long* carried, unsigned long long* keys_out, std::int32_t* indices, float* distances) {
+  static_assert(select::kSelectItems % 4 == 0, "items are read 4 at a time");
   const int q = first + int(blockIdx.x);
   const std::int32_t* row = dots + std::size_t(blockIdx.x) * stride;
-  const long long qn = query_norms[q];
-  const auto key_of = [&](int j, unsigned long long* key) {
-    const int r = row_first + j;
-    if (self_join && r == q) return false;
-    const long long d = qn + ref_norms[r] - 2ll * row[j];  // exact, 0 ≤ d ≤ k · 255² < 2^31
-    *key = select::pack(static_cast<std::uint32_t>(d), r);
-    return true;
+  const auto qn = static_cast<std::uint32_t>(query_norms[q]);
+  const auto tile_keys = [&](int base, unsigned long long (&keys)[select::kSelectItems], bool (&takes)[select::kSelectItems]) {
+#pragma unroll
+    for (int v = 0; v < select::kSelectItems / 4; ++v) {
+      const int j0 = base + (v * select::kSelectThreads + int(threadIdx.x)) * 4;
+      int4 dot = make_int4(0, 0, 0, 0), norm = dot;
+      if (j0 < rows) {
+        dot = *reinterpret_cast<const int4*>(row + j0);
+        norm = *reinterpret_cast<const int4*>(ref_norms + row_first + j0);
+      }
+      const int dots4[4] = {dot.x, dot.y, dot.z, dot.w}, norms4[4] = {norm.x, norm.y, norm.z, norm.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = j0 + e, r = row_first + j;
+        // Exact modulo 2^32, and 0 ≤ d ≤ k · 255² < 2^31.
+        const std::uint32_t d = qn + static_cast<std::uint32_t>(norms4[e]) - 2u * static_cast<std::uint32_t>(dots4[e]);
+        keys[v * 4 + e] = select::pack(d, r);
+        takes[v * 4 + e] = j < rows && !(self_join && r == q);
+      }
+    }
   };
   const std::size_t at = std::size_t(q) * topk;
-  select::select_row(rows, topk, key_of, carried != nullptr ? carried + at : nullptr, keys_out != nullptr ? keys_out + at : nullptr,
+  select::select_row(rows, topk, tile_keys, carried != nullptr ? carried + at : nullptr, keys_out != nullptr ? keys_out + at : nullptr,
                      indices + at, distances + at);
 }
 
