@@ -6,8 +6,9 @@
 // shared buffer only when it beats the worst kept key (a register copy of it). After a tile that
 // gave candidates, the buffer is sorted (a bitonic sort of the next power of two) and merged with
 // the kept keys by rank: a kept key's new place is its old one plus the number of candidates
-// before it, and the other way round. In a random order of candidates, all of the first tile
-// enters and then ever fewer (about topk · tile / seen per tile), so most tiles cost one read,
+// before it, and the other way round. Into an empty list (no carried keys), the first tile admits
+// only keys up to a bound from the threads' minima (select_row); then, in a random order of
+// candidates, ever fewer enter (about topk · tile / seen per tile), so most tiles cost one read,
 // one compare and one ballot per candidate.
 #include <cuda_runtime.h>
 
@@ -84,6 +85,20 @@ __device__ void select_row(int n, int topk, TileKeys tile_keys, const unsigned l
     unsigned long long keys[kSelectItems];
     bool takes[kSelectItems];
     tile_keys(base, keys, takes);
+    if (base == 0 && carried == nullptr && topk <= kSelectThreads) {
+      // Every key of the first tile would enter an empty list (a sort of kSelectTile keys in shared
+      // memory). A bound first: the topk-th smallest of the threads' own minima. Those are topk real,
+      // distinct candidates, so the topk best are all at most it, and only keys up to it enter.
+      unsigned long long own = kNoKey;
+#pragma unroll
+      for (int item = 0; item < kSelectItems; ++item)
+        if (takes[item] && keys[item] < own) own = keys[item];
+      cand[threadIdx.x] = own;
+      sort_block(cand, kSelectThreads);  // synchronises before and after
+      const unsigned long long bound = cand[topk - 1];
+      __syncthreads();  // cand holds the candidates next
+      if (bound != kNoKey) worst = bound + 1;
+    }
 #pragma unroll
     for (int item = 0; item < kSelectItems; ++item) {
       const unsigned long long key = keys[item];
