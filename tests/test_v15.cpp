@@ -49,6 +49,7 @@ struct V15Case {
   std::string int8 = "";
   float offset = 0.f;
   std::string int8_chunks = "";  // v15.int8_chunks ("" leaves the default: auto)
+  std::string int8_ramp = "";    // v15.int8_ramp ("" leaves the default: on)
   // The tensor-core filter: v15.tc for the call ("" leaves the default) and whether it must run.
   std::string tc = "";
   bool expect_tc = false;
@@ -99,7 +100,8 @@ struct V15Case {
                        collect.empty() && collect_queries.empty() ? std::string() : "_collect" + collect + (collect_queries.empty() ? "" : "q" + collect_queries) + (collect_scores.empty() ? "" : "_scores" + collect_scores)) +
            (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance) +
            (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks) +
-           (tc_tile.empty() ? "" : "_tile" + tc_tile) + (host_keys.empty() ? "" : "_hostkeys" + host_keys);
+           (tc_tile.empty() ? "" : "_tile" + tc_tile) + (host_keys.empty() ? "" : "_hostkeys" + host_keys) +
+           (int8_ramp.empty() ? "" : "_ramp" + int8_ramp);
   }
 };
 
@@ -205,6 +207,11 @@ std::vector<V15Case> int8_chunk_cases() {
   V15Case fashion = int8_case("auto", 784, 64, 20000, 100, false, 256, 0.f, 16);
   fashion.int8_chunks = "auto";
   out.push_back(fashion);
+  // v15.int8_ramp off: equal chunks.
+  for (V15Case c : {int8_case("on", 33, 100, 4097, 10), int8_case("on", 40, 64, 3001, 33, false, 2)}) {
+    c.int8_chunks = "3", c.int8_ramp = "off";
+    out.push_back(c);
+  }
   return out;
 }
 
@@ -564,7 +571,7 @@ std::string check_against_v0(const V15Case& c) {
         {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
         {"collect", c.collect}, {"collect_queries", c.collect_queries}, {"collect_scores", c.collect_scores},
         {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}, {"one_stream", c.one_stream},
-        {"int8_chunks", c.int8_chunks}, {"tc_tile", c.tc_tile}, {"host_keys", c.host_keys}})
+        {"int8_chunks", c.int8_chunks}, {"tc_tile", c.tc_tile}, {"host_keys", c.host_keys}, {"int8_ramp", c.int8_ramp}})
     if (!value.empty()) set[name] = value;
   if (set["int8"].empty()) set.erase("int8");
   env.params = params_for("v15", set);
@@ -640,7 +647,9 @@ std::string check_against_v0(const V15Case& c) {
       EXPECT_EQ(ctx.path.find(" 0 buffers cut back"), std::string::npos) << ctx.path;
   }
   if (!c.host_keys.empty() && ctx.path.find(" merged by atomicMin") != std::string::npos)
-    EXPECT_EQ(ctx.path.find("unpacked on the host") != std::string::npos, c.host_keys == "on") << c.name() << ": " << ctx.path;
+    EXPECT_EQ(ctx.path.find("unpacked on the host") != std::string::npos,
+              c.host_keys == "on" || (c.host_keys == "auto" && gpu::host_keys_taken(p.m, std::size_t(p.n) * p.dim * 4, Mode::automatic)))
+        << c.name() << ": " << ctx.path;
   if (c.one_stream == "on" && ctx.path.find(" x 1 chunk (") != std::string::npos)
     EXPECT_NE(ctx.path.find("copy and search on one stream"), std::string::npos) << c.name() << ": " << ctx.path;
   // The int8 path's reference chunks: as many as the plan's boundaries (one for a self-join), the
@@ -648,9 +657,12 @@ std::string check_against_v0(const V15Case& c) {
   const bool overlapped = ctx.path.find("(copy overlapped)") != std::string::npos;
   if (int8 && !c.int8_chunks.empty()) {
     const int asked = c.int8_chunks == "auto" ? gpu::kInt8ChunksAuto : std::stoi(c.int8_chunks);
-    const int chunks = int(gpu::plan_int8(p, Mode::on, asked, true).chunk_rows.size()) - 1;  // v15.int8_ramp's default
+    const bool ramp = c.int8_ramp != "off";
+    const int chunks = int(gpu::plan_int8(p, Mode::on, asked, ramp).chunk_rows.size()) - 1;
+    const std::vector<int> equal = gpu::int8_chunk_rows(p.n, asked);
     if (asked > 0)
-      EXPECT_EQ(chunks, c.self_join ? 1 : int(gpu::int8_halve_first(gpu::int8_chunk_rows(p.n, asked)).size()) - 1) << ctx.path;
+      EXPECT_EQ(chunks, c.self_join ? 1 : int(ramp && equal.size() > 2 ? gpu::int8_halve_first(equal).size() : equal.size()) - 1)
+          << ctx.path;
     if (c.int8_chunks == "auto") EXPECT_GT(chunks, 1) << ctx.path;  // the rule's case is 60 MiB of references
     EXPECT_NE(ctx.path.find(fmt::format("references in {} chunk{}", chunks, chunks == 1 ? " (" : "s of up to")), std::string::npos)
         << c.name() << ": " << ctx.path;
@@ -713,12 +725,15 @@ std::vector<V15Case> one_stream_cases() {
 }
 
 // v15.host_keys off and on: every topk-1 shape of the lists above (the scan's keys unpacked by a
-// kernel, or downloaded and unpacked on the host, also past the automatic rule's 4096 queries).
+// kernel, or downloaded and unpacked on the host, also past the automatic rule's 256 KiB of
+// references), and 5000 queries (past its 4096) with host_keys on and at the rule (off there).
 std::vector<V15Case> host_keys_cases() {
   std::vector<V15Case> out;
-  for (const V15Case& base : v15_cases())
+  std::vector<V15Case> shapes = v15_cases();
+  shapes.push_back(make(3, 5000, 1000, 1));
+  for (const V15Case& base : shapes)
     if (base.topk == 1 && base.tc.empty() && base.f32.empty())
-      for (const char* mode : {"off", "on"}) {
+      for (const char* mode : {"off", "on", "auto"}) {
         V15Case c = base;
         c.host_keys = mode;
         out.push_back(c);
@@ -988,15 +1003,18 @@ TEST(V15Plan, HeapsScanMoreRowsPerThreadWhileEverySmKeepsABlock) {
 TEST(V15Plan, NearestNeighbourFillsEverySmBeforeScanningFewerRows) {
   const int sms = 132, resident = sms * 16;
   const auto base = [&](int m, int n, int groups = gpu::kMinGroupsNearest) {
-    return gpu::plan_scan(m, n, 3, 1, 1, resident, false, true, true, groups);
+    return gpu::plan_scan(m, n, 3, 1, gpu::kNearestQueriesPerThread, resident, false, true, true, groups);
   };
   EXPECT_EQ(base(1, 1 << 16).splits, 32);  // case 3: 16384 groups / (128 row threads x 4)
   EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 16), sms, 4), 1);
   EXPECT_EQ(base(1, 1 << 16, 1).splits, 128);
-  EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 17), sms, 4), 1);   // 64 blocks at 4; 255 at 1 (32768 / (128 x 132) < 2)
+  EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 17), sms, 4), 1);   // 64 blocks at 4; 256 at 1 (32768 / (128 x 132) < 2)
   EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 18), sms, 4), 3);   // 65536 groups / (128 x 132) = 3
   EXPECT_EQ(gpu::nearest_min_groups(base(1, 1 << 19), sms, 4), 4);   // 256 blocks at 4 already
-  EXPECT_EQ(gpu::nearest_min_groups(base(1024, 1024), sms, 4), 4);   // case 5: 8 query groups x 64 splits
+  EXPECT_EQ(base(1024, 1024).blocks_per_chunk(), 128);                // case 5: 2 query groups (4 queries a thread) x 64 splits
+  EXPECT_EQ(gpu::nearest_min_groups(base(1024, 1024), sms, 4), 3);   // 256 groups / (32 row threads x 66 splits a group)
+  EXPECT_EQ(base(1024, 1024, 3).blocks_per_chunk(), 170);
+  EXPECT_EQ(gpu::nearest_min_groups(base(4096, 1 << 20), sms, 4), 4);
   EXPECT_EQ(gpu::nearest_min_groups(base(1, 2), sms, 4), 1);         // one group: one block whatever the minimum
   for (int m : {1, 2, 7, 100, 1024})
     for (int n : {1, 1000, 65537, 1 << 18, 1 << 22}) {

@@ -194,9 +194,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const bool host_keys = !filter && !collect.chosen && list == List::one && gpu::host_keys_taken(p.m, std::size_t(p.n) * p.dim * sizeof(float), s.host_keys);
   note(ctx, "host_keys", s.host_keys, host_keys);
   cuda::PinnedStaging<unsigned long long> staged(host_keys ? p.m : 0);
-  float *references, *own_queries, *distances, *partial_distances, *heap_distances;
-  std::int32_t *indices, *partial_indices, *heap_indices;
-  unsigned long long *best, *candidates;
+  float *references = nullptr, *own_queries = nullptr, *distances = nullptr, *partial_distances = nullptr, *heap_distances = nullptr;
+  std::int32_t *indices = nullptr, *partial_indices = nullptr, *heap_indices = nullptr;
+  unsigned long long *best = nullptr, *candidates = nullptr;
   const std::size_t answers = host_keys ? 0 : p.result_slots(), heap = heap_slots(plan, list, p.topk);
   const cuda::StreamSlab slab(copy, {cuda::slab_part(references, padded_rows(p.n) * p.dim),
                                      cuda::slab_part(own_queries, p.self_join ? 0 : p.query_floats()),

@@ -79,8 +79,9 @@ Int8Plan plan_int8(const Problem& p, Int8Mode mode, int chunks, bool halve_first
   }
   plan.chunk_rows = int8_chunk_rows(std::max(0, p.n), wanted);
   if (halve_first && plan.chunks() > 1) {
+    const int before = plan.chunks();
     plan.chunk_rows = int8_halve_first(plan.chunk_rows);
-    plan.chunks_why += "; the first halved";
+    if (plan.chunks() > before) plan.chunks_why += "; the first halved";
   }
   // One round's dot products fit the cap; with chunks, two rounds' (the GEMM writes one while the
   // selection reads the other).

@@ -23,6 +23,7 @@ namespace knn::gpu::scan {
 enum class List { one, eight, thirty_two, heap };
 
 template <List L> __host__ __device__ constexpr int queries_per_thread() { return L == List::one ? 4 : L == List::eight ? 2 : 1; }
+static_assert(queries_per_thread<List::one>() == kNearestQueriesPerThread, "scan_plan.hpp plans topk 1 with this many");
 template <List L> __host__ __device__ constexpr int capacity() { return L == List::one ? 1 : L == List::eight ? 8 : 32; }
 
 // The list a topk takes, its query slots per thread, and its name in the path.

@@ -53,6 +53,8 @@ constexpr int kMaxTaperChunks = 4;
 // against 2^14-2^18 rows 1.1-1.6x faster on an H100 than with 16 (results/h100/v15/splits-warp/).
 constexpr int kMinGroupsPerThread = 16;
 constexpr int kMinGroupsNearest = 4;
+// Query slots per thread of the nearest neighbour's scan (topk 1; fused_scan.cuh asserts it).
+constexpr int kNearestQueriesPerThread = 4;
 
 struct ScanPlan {
   int queries_per_thread = 1;  // Q: query slots per thread (a template constant of the kernel)
