@@ -156,6 +156,45 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16
                            return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param).name);
                          });
 
+// v16.answers into a pinned output (the harness's default): direct has the heap kernel write each
+// finished row there (phase search_d2h, no d2h); copy, and topk 1 without a self-join (the
+// nearest-pair kernel) under direct, copy the rows after the search. Rows against v0 bit for bit.
+std::vector<V16Case> answer_cases() {
+  return {
+      {"self_uniform_topk32", 2, 8192, 8192, 32, true},
+      {"clusters_topk16", 3, 3000, 20000, 16, false, Distribution::clusters},
+      {"ties_k3_topk33", 3, 1000, 1000, 33, false, Distribution::integers, 4},
+      {"k5_topk5", 5, 4000, 6000, 5},
+      {"k9_topk5_m_large", 9, 20000, 3000, 5},
+      {"self_nn_ties", 3, 3000, 3000, 1, true, Distribution::integers, 5},
+      {"nn_uniform", 3, 2000, 4000, 1},
+      {"topk64", 3, 500, 3000, 64},
+      {"self_one_point", 3, 1, 1, 2, true},
+  };
+}
+
+class GpuV16Answers : public ::testing::TestWithParam<std::tuple<V16Case, std::string>> {};
+
+TEST_P(GpuV16Answers, PinnedOutputMatchesV0RowForRow) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const auto& [c, answers] = GetParam();
+  const bool nearest = c.topk == 1 && !c.self_join, direct = answers == "direct" && !nearest;
+  const std::string path = knn::testing::check_rows_against_v0(
+      "v16", c, 1616, disc.devices[0],
+      {{"h2d", 1u}, {"build_tree", 1u}, {"search", direct ? 0u : 1u}, {"d2h", direct ? 0u : 1u}, {"search_d2h", direct ? 1u : 0u}},
+      {{"answers", answers}}, HostMemory::pinned);
+  EXPECT_NE(path.find(direct ? "(answers=direct: phase search_d2h)" : answers == "copy" ? "(answers=copy)" : "the nearest-pair kernel)"),
+            std::string::npos)
+      << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Answers,
+                         ::testing::Combine(::testing::ValuesIn(answer_cases()), ::testing::Values("direct", "copy")),
+                         [](const ::testing::TestParamInfo<std::tuple<V16Case, std::string>>& i) {
+                           return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param));
+                         });
+
 // The thesis's problem shape, small, through the runner's own measurement and validation.
 TEST(GpuV16Harness, PassesTheRunnersValidation) {
   const auto& disc = discovery();

@@ -40,6 +40,10 @@ struct SearchArgs {
   float* heap_dist;
   unsigned* remaining;
   unsigned long long* visits;
+  // v16.answers=direct (the heap kernel only): the pinned output's device addresses, where each
+  // block writes its finished queries' rows; null: the rows are copied after the search.
+  std::int32_t* host_idx = nullptr;
+  float* host_dist = nullptr;
 };
 
 
@@ -127,6 +131,23 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     } else {
       for (int s = 0; s < a.topk; ++s) row_d[s] = heap_d[s * kWaveBlock + tid], row_i[s] = heap_i[s * kWaveBlock + tid];
       a.keys_out[item] = (std::uint64_t(next) << 32) | unsigned(qid);
+    }
+  }
+  if (a.host_idx != nullptr) {
+    // answers=direct: the block's finished rows, just stored by their threads (visible to the whole
+    // block after the barrier; no other block writes them), go on to the pinned output. Consecutive
+    // threads take consecutive slots of one row (a row's topk slots are contiguous there).
+    __shared__ int done[kWaveBlock];
+    __shared__ int done_count;
+    if (tid == 0) done_count = 0;
+    __syncthreads();
+    if (active && next < 0) done[atomicAdd(&done_count, 1)] = qid;
+    __syncthreads();
+    const int slots = done_count * a.topk;
+    for (int e = tid; e < slots; e += kWaveBlock) {
+      const std::size_t at = std::size_t(done[e / a.topk]) * a.topk + e % a.topk;
+      a.host_idx[at] = a.heap_idx[at];
+      a.host_dist[at] = a.heap_dist[at];
     }
   }
   const unsigned going = __popc(__ballot_sync(0xffffffffu, next >= 0));

@@ -17,7 +17,9 @@
 // groups, or one float at a time: default on), nearest=on|off (topk = 1 without a self-join: the
 // pair in registers, kdtree_gpu_waves.cuh; default on), lanes (its lanes per query: 1, 2, 4, 8, or
 // auto: by the wave's size, the default), stage_kib (shared memory for staged leaves, 0-160, default
-// 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*). Distances use v0's roundings, so rows equal v0's,
+// 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
+// answers=direct|copy (direct, the default: the heap kernel writes finished rows into a pinned output
+// during the waves, so no copy follows the search). Distances use v0's roundings, so rows equal v0's,
 // ties included.
 #include <cuda_runtime.h>
 
@@ -60,6 +62,7 @@ struct Options {
   int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
   bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
+  bool direct = true;   // answers=direct: the heap kernel writes finished rows into a pinned output
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   std::string source;  // the parameters the user set, " name=value" each
 };
@@ -75,6 +78,7 @@ Options options_from(const knn::ParamValues& v) {
   o.nearest = v.on("nearest");
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
   o.box = v.text("test") == "box";
+  o.direct = v.text("answers") == "direct";
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
   return o;
 }
@@ -195,14 +199,20 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();
   const TreeView view = kd::view_of(tree);
-  timer.begin("search");
+  const int stage = stage_leaves_for(o, plan, p.dim);
+  const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
+  // answers=direct: the heap kernel writes finished rows into the pinned output, so the answers' copy
+  // runs during the waves (phase search_d2h is both); the register kernel's rows of 8 bytes stay copied.
+  void* host_i = o.direct && !nearest ? cuda::mapped_address(out.indices) : nullptr;
+  void* host_d = o.direct && !nearest ? cuda::mapped_address(out.distances) : nullptr;
+  const bool direct = host_i != nullptr && host_d != nullptr;
+  const char* search_phase = direct ? "search_d2h" : "search";
+  timer.begin(search_phase);
   kd::natural_leaf_kernel<<<(p.m + 255) / 256, 256, 0, stream>>>(view, queries, p.m, keys[0].data());
   KNN_CUDA_CHECK_LAUNCH();
   timer.end();
 
   const int leaf_bits = plan.levels + 1;  // leaves + 1 sentinel values
-  const int stage = stage_leaves_for(o, plan, p.dim);
-  const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
   int per_sm = 0;
   KNN_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
   const long long resident = (long long)per_sm * std::max(ctx.env.devices[0].sm_count, 1);
@@ -233,11 +243,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       timer.end();
       ++sorted_waves;
     }
-    timer.begin("search");
+    timer.begin(search_phase);
     KNN_CUDA_TRY(cudaMemsetAsync(remaining.data(), 0, sizeof(unsigned), stream));
     SearchArgs a{view, queries, p.topk, count, sort ? stage : 0, p.self_join, o.box, active.empty(), to_end,
                  o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data(),
-                 visits.data()};
+                 visits.data(), static_cast<std::int32_t*>(direct ? host_i : nullptr), static_cast<float*>(direct ? host_d : nullptr)};
     const int lanes = nearest ? lanes_for(o, count, resident) : 0;
     if (nearest && active.size() < 48) lanes_trace += fmt::format("{}{}", active.empty() ? "" : " ", lanes);
     dispatch<KNN_V16_COMPILED_DIMS, 0>(a, lanes, stream);
@@ -250,10 +260,12 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     if (to_end && count != 0) throw std::runtime_error(fmt::format("v16: {} queries unfinished after the last wave", count));
     if (count > 0 && !(o.final_steps && o.sort)) partition();
   }
-  timer.begin("d2h");
-  cuda::download_answers(p, indices.data(), distances.data(), out, stream);
+  if (!direct) {
+    timer.begin("d2h");
+    cuda::download_answers(p, indices.data(), distances.data(), out, stream);
+    timer.end();
+  }
   KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
-  timer.end();
   stream.synchronize();
   timer.report(ctx.timing);
   // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
@@ -267,7 +279,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (nearest && o.lanes == 0) ctx.chosen["lanes"] = lanes_trace;  // auto: per wave, by its size (the first 48 waves)
   ctx.path = fmt::format(
       "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
-      "leaves per query {:.2f}; {}; active per wave (wave:queries): {}",
+      "leaves per query {:.2f}; {}; {}; active per wave (wave:queries): {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
       plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
@@ -276,6 +288,10 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
       nearest ? "nearest pair in registers, lanes per query per wave: " + lanes_trace : std::string("top-k heaps in shared memory"),
+      direct     ? "answers written by the heap kernel into the pinned output as queries finish (answers=direct: phase search_d2h)"
+      : !o.direct ? "answers copied after the search (answers=copy)"
+      : nearest   ? "answers copied after the search (answers=direct not taken: the nearest-pair kernel)"
+                  : "answers copied after the search (answers=direct not taken: the output is not pinned memory the device can address)",
       trace);
 }
 

@@ -22,6 +22,9 @@ inline std::vector<ParamDecl> v16_params() {
       P::flag("nearest", true, "topk 1 without a self-join: the pair in registers (off: the heap kernel)", "KNN_V16_NEAREST"),
       P::choice("lanes", "auto", {"auto", "1", "2", "4", "8"}, "lanes per query of the nearest-pair kernel; auto: by the wave's size",
                 "KNN_V16_LANES"),
+      P::choice("answers", "direct", {"direct", "copy"},
+                "how the answers reach the output: direct (the heap kernel writes each finished query's row into a pinned output "
+                "during the waves; topk 1 without a self-join, and pageable outputs, copy) or copy (one copy after the search)"),
       P::integer("stage_kib", 0, 0, 160, "shared memory for staged leaves, KiB (default 0: an H100 reads a shared leaf through L1 faster)",
                  "KNN_V16_STAGE_KIB"),
   };

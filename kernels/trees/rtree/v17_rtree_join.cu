@@ -269,16 +269,6 @@ void dispatch(const JoinArgs& a, cudaStream_t stream) {
 
 // The fan-out: the parameter fanout (an integer in [16, 64], default 32).
 int fanout_of(const knn::ParamValues& params) { return int(params.integer("fanout")); }
-// The device address of pinned host memory (cudaMallocHost, mapped through unified addressing); null
-// for anything else (pageable memory, a device pointer).
-void* mapped_address(void* host) {
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, host) != cudaSuccess) {
-    (void)cudaGetLastError();  // not a pointer the runtime knows: clear the error, copy instead
-    return nullptr;
-  }
-  return attr.type == cudaMemoryTypeHost ? attr.devicePointer : nullptr;
-}
 
 bool set_by_user(const knn::ParamValues& params) {
   const std::vector<std::string>& set = params.set_names();
@@ -330,8 +320,8 @@ void v17_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   const str::DeviceTree& qtree = p.self_join ? ptree : *own_qtree;
 
-  void* host_indices = mapped_address(out.indices);
-  void* host_distances = mapped_address(out.distances);
+  void* host_indices = cuda::mapped_address(out.indices);
+  void* host_distances = cuda::mapped_address(out.distances);
   const auto route = knn::gpu::v17::route_answers(ctx.env.params.text("answers"), host_indices != nullptr,
                                                   host_distances != nullptr);
   JoinArgs a{view_of(ptree), view_of(qtree), p.dim, p.topk, fanout, stack_capacity(ptree.shape), p.self_join,

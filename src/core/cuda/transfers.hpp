@@ -21,6 +21,18 @@ inline void upload_inputs(const Problem& p, float* references, float* own_querie
                                  stream));
 }
 
+// The device address of pinned host memory (cudaMallocHost, mapped through unified addressing): a
+// kernel may write a caller's output there directly. Null for anything else (pageable memory, a
+// device pointer).
+inline void* mapped_address(void* host) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, host) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a pointer the runtime knows: clear the error, copy instead
+    return nullptr;
+  }
+  return attr.type == cudaMemoryTypeHost ? attr.devicePointer : nullptr;
+}
+
 // The m × topk answers (device `indices` and `distances`) into the harness's buffers.
 inline void download_answers(const Problem& p, const std::int32_t* indices, const float* distances, Neighbors out,
                              cudaStream_t stream) {
