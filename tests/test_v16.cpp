@@ -179,21 +179,34 @@ TEST_P(GpuV16Answers, PinnedOutputMatchesV0RowForRow) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   const auto& [c, answers] = GetParam();
-  const bool nearest = c.topk == 1 && !c.self_join, direct = answers == "direct" && !nearest;
+  const bool nearest = c.topk == 1 && !c.self_join;
+  const bool direct = (answers == "direct" || (answers == "auto" && c.topk >= knn::gpu::kV16DirectMinTopk)) && !nearest;
   const std::string path = knn::testing::check_rows_against_v0(
       "v16", c, 1616, disc.devices[0],
       {{"h2d", 1u}, {"build_tree", 1u}, {"search", direct ? 0u : 1u}, {"d2h", direct ? 0u : 1u}, {"search_d2h", direct ? 1u : 0u}},
       {{"answers", answers}}, HostMemory::pinned);
-  EXPECT_NE(path.find(direct ? "(answers=direct: phase search_d2h)" : answers == "copy" ? "(answers=copy)" : "the nearest-pair kernel)"),
-            std::string::npos)
-      << path;
+  const std::string said = direct              ? "(answers=" + answers + ": phase search_d2h)"
+                           : answers == "copy"  ? "(answers=copy)"
+                           : answers == "auto" && c.topk < knn::gpu::kV16DirectMinTopk ? "(answers=auto: topk below 32)"
+                                                : "not taken: the nearest-pair kernel)";
+  EXPECT_NE(path.find(said), std::string::npos) << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Answers,
-                         ::testing::Combine(::testing::ValuesIn(answer_cases()), ::testing::Values("direct", "copy")),
+                         ::testing::Combine(::testing::ValuesIn(answer_cases()), ::testing::Values("direct", "copy", "auto")),
                          [](const ::testing::TestParamInfo<std::tuple<V16Case, std::string>>& i) {
                            return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param));
                          });
+
+// v16.answers: direct and copy as asked; auto direct from topk 32 (measured: 32 gained, 5 lost).
+TEST(V16Answers, AutoTakesDirectFromTopk32) {
+  EXPECT_TRUE(knn::gpu::v16_direct_wanted("direct", 1));
+  EXPECT_FALSE(knn::gpu::v16_direct_wanted("copy", 64));
+  EXPECT_FALSE(knn::gpu::v16_direct_wanted("auto", 5));
+  EXPECT_FALSE(knn::gpu::v16_direct_wanted("auto", 31));
+  EXPECT_TRUE(knn::gpu::v16_direct_wanted("auto", 32));
+  EXPECT_TRUE(knn::gpu::v16_direct_wanted("auto", 64));
+}
 
 // The thesis's problem shape, small, through the runner's own measurement and validation.
 TEST(GpuV16Harness, PassesTheRunnersValidation) {

@@ -18,8 +18,8 @@
 // pair in registers, kdtree_gpu_waves.cuh; default on), lanes (its lanes per query: 1, 2, 4, 8, or
 // auto: by the wave's size, the default), stage_kib (shared memory for staged leaves, 0-160, default
 // 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
-// answers=direct|copy (direct, the default: the heap kernel writes finished rows into a pinned output
-// during the waves, so no copy follows the search). Distances use v0's roundings, so rows equal v0's,
+// answers=auto|direct|copy (direct: the heap kernel writes finished rows into a pinned output during
+// the waves, so no copy follows the search; auto, the default: direct from topk 32). Distances use v0's roundings, so rows equal v0's,
 // ties included.
 #include <cuda_runtime.h>
 
@@ -62,7 +62,7 @@ struct Options {
   int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
   bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
-  bool direct = true;   // answers=direct: the heap kernel writes finished rows into a pinned output
+  std::string answers = "auto";  // direct: the heap kernel writes finished rows into a pinned output; copy; auto
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   std::string source;  // the parameters the user set, " name=value" each
 };
@@ -78,7 +78,7 @@ Options options_from(const knn::ParamValues& v) {
   o.nearest = v.on("nearest");
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
   o.box = v.text("test") == "box";
-  o.direct = v.text("answers") == "direct";
+  o.answers = v.text("answers");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
   return o;
 }
@@ -203,8 +203,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
   // answers=direct: the heap kernel writes finished rows into the pinned output, so the answers' copy
   // runs during the waves (phase search_d2h is both); the register kernel's rows of 8 bytes stay copied.
-  void* host_i = o.direct && !nearest ? cuda::mapped_address(out.indices) : nullptr;
-  void* host_d = o.direct && !nearest ? cuda::mapped_address(out.distances) : nullptr;
+  const bool wanted = knn::gpu::v16_direct_wanted(o.answers, p.topk);
+  void* host_i = wanted && !nearest ? cuda::mapped_address(out.indices) : nullptr;
+  void* host_d = wanted && !nearest ? cuda::mapped_address(out.distances) : nullptr;
   const bool direct = host_i != nullptr && host_d != nullptr;
   const char* search_phase = direct ? "search_d2h" : "search";
   timer.begin(search_phase);
@@ -288,10 +289,10 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
       nearest ? "nearest pair in registers, lanes per query per wave: " + lanes_trace : std::string("top-k heaps in shared memory"),
-      direct     ? "answers written by the heap kernel into the pinned output as queries finish (answers=direct: phase search_d2h)"
-      : !o.direct ? "answers copied after the search (answers=copy)"
-      : nearest   ? "answers copied after the search (answers=direct not taken: the nearest-pair kernel)"
-                  : "answers copied after the search (answers=direct not taken: the output is not pinned memory the device can address)",
+      direct   ? fmt::format("answers written by the heap kernel into the pinned output as queries finish (answers={}: phase search_d2h)", o.answers)
+      : !wanted ? fmt::format("answers copied after the search (answers={})", o.answers == "auto" ? "auto: topk below 32" : o.answers)
+      : nearest ? fmt::format("answers copied after the search (answers={}, not taken: the nearest-pair kernel)", o.answers)
+                : fmt::format("answers copied after the search (answers={}, not taken: the output is not pinned memory the device can address)", o.answers),
       trace);
 }
 
