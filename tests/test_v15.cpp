@@ -648,7 +648,7 @@ std::string check_against_v0(const V15Case& c) {
   }
   if (!c.host_keys.empty() && ctx.path.find(" merged by atomicMin") != std::string::npos)
     EXPECT_EQ(ctx.path.find("unpacked on the host") != std::string::npos,
-              c.host_keys == "on" || (c.host_keys == "auto" && gpu::host_keys_taken(p.m, std::size_t(p.n) * p.dim * 4, Mode::automatic)))
+              c.host_keys == "on" || (c.host_keys == "auto" && gpu::host_keys_taken(p.m, p.reference_floats() * sizeof(float), Mode::automatic)))
         << c.name() << ": " << ctx.path;
   if (c.one_stream == "on" && ctx.path.find(" x 1 chunk (") != std::string::npos)
     EXPECT_NE(ctx.path.find("copy and search on one stream"), std::string::npos) << c.name() << ": " << ctx.path;

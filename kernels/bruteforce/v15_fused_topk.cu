@@ -191,7 +191,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const cudaStream_t search = one_stream ? copy.get() : second.get();
   const std::size_t partial_slots = merge ? std::size_t(p.m) * partials * p.topk : 0;
   const std::size_t key_slots = filter ? std::size_t(p.m) * p.topk : list == List::one ? p.m : 0;
-  const bool host_keys = !filter && !collect.chosen && list == List::one && gpu::host_keys_taken(p.m, std::size_t(p.n) * p.dim * sizeof(float), s.host_keys);
+  const bool host_keys = !filter && !collect.chosen && list == List::one && gpu::host_keys_taken(p.m, p.reference_floats() * sizeof(float), s.host_keys);
   note(ctx, "host_keys", s.host_keys, host_keys);
   cuda::PinnedStaging<unsigned long long> staged(host_keys ? p.m : 0);
   float *references = nullptr, *own_queries = nullptr, *distances = nullptr, *partial_distances = nullptr, *heap_distances = nullptr;

@@ -148,6 +148,14 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
   return p;
 }
 
+// The row groups per thread at which the largest chunk's splits give every SM one block: `base`'s
+// query groups, each split over ceil(sms / query groups) blocks of base.ref_threads row threads.
+inline long long groups_filling_sms(const ScanPlan& base, int sms) {
+  const long long chunk_groups = ((long long)largest_chunk(base.chunk_rows) + kScanGroup - 1) / kScanGroup;
+  const long long per_group_blocks = (sms + base.query_groups - 1) / base.query_groups;
+  return chunk_groups / ((long long)base.ref_threads * per_group_blocks);
+}
+
 // Heaps (topk > 32) with fewer queries than SMs: a thread clears and writes out its whole heap of
 // topk entries however few rows it scans, and every heap is a partial list to merge. So a thread
 // gets up to topk groups (4 × topk rows), but never so many that fewer blocks than SMs are left,
@@ -155,10 +163,7 @@ inline ScanPlan plan_scan(int m, int n, int dim, int topk, int queries_per_threa
 // topk 64: 2.67 ms at 16 groups, 1.07 at 64; docs/v15.md.)
 inline int heap_min_groups(const ScanPlan& base, int m, int topk, int sms, int min_groups) {
   if (m >= sms || topk <= min_groups) return min_groups;
-  const long long chunk_groups = ((long long)largest_chunk(base.chunk_rows) + kScanGroup - 1) / kScanGroup;
-  const long long per_group_blocks = (sms + base.query_groups - 1) / base.query_groups;
-  const long long fill = chunk_groups / ((long long)base.ref_threads * per_group_blocks);
-  return int(std::max<long long>(min_groups, std::min<long long>(fill, topk)));
+  return int(std::max<long long>(min_groups, std::min<long long>(groups_filling_sms(base, sms), topk)));
 }
 
 // The nearest neighbour's scan (partial lists merged by atomicMin, so more splits cost one atomic
@@ -167,10 +172,7 @@ inline int heap_min_groups(const ScanPlan& base, int m, int topk, int sms, int m
 // groups, 128 at 1; docs/v15.md.) `base`: the plan at `min_groups`.
 inline int nearest_min_groups(const ScanPlan& base, int sms, int min_groups) {
   if (base.blocks_per_chunk() >= sms) return min_groups;
-  const long long chunk_groups = ((long long)largest_chunk(base.chunk_rows) + kScanGroup - 1) / kScanGroup;
-  const long long per_group_blocks = (sms + base.query_groups - 1) / base.query_groups;
-  const long long fill = chunk_groups / ((long long)base.ref_threads * per_group_blocks);
-  return int(std::clamp<long long>(fill, 1, min_groups));
+  return int(std::clamp<long long>(groups_filling_sms(base, sms), 1, min_groups));
 }
 
 // v15.host_keys for m queries against `reference_bytes` (topk 1's scan): on, off, or auto up to
