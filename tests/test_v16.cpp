@@ -1,11 +1,11 @@
 // v16 (kd-tree built and searched on the GPU) against v0's loop, row for row: one point, n at a leaf
 // size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
 // 33, topk 1..64, self-joins, and topk = 1 at every compiled k with ties, duplicates and odd n; each
-// under several parameter settings (v16.leaf, test, sort, final, stage_kib, vec, tail, nearest, lanes),
+// under several parameter settings (v16.leaf, test, sort, final, stage_kib, vec, tail, nearest, lanes, heap_lanes),
 // so the box and the median test, sorted
 // and unsorted waves, leaves staged in shared memory or read from global memory (as float4 groups or
 // one float at a time), the run-to-the-end kernel, the top-k heaps and the pair in registers at 1, 2, 4
-// and 8 lanes per query all answer. The leaf plan's padding rule runs on the CPU. GPU tests (Gpu*) skip
+// and 8 lanes per query, and the heaps at 1, 2, 4 and 8 lanes per query all answer. The leaf plan's padding rule runs on the CPU. GPU tests (Gpu*) skip
 // with a message where no CUDA device exists.
 #include <gtest/gtest.h>
 
@@ -38,13 +38,13 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
     for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"leaf", leaf}, {"test", test}, {"sort", sort},
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
-                                     {"nearest", nearest}, {"lanes", lanes}})
+                                     {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -69,6 +69,14 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf32_lanes8_scalar", "32", "", "", "", "", "off", "", "", "8"},
       {"leaf4_lanes8_nofinal", "4", "", "", "off", "", "", "", "", "8"},
       {"leaf16_median_lanes2", "16", "median", "", "", "", "", "", "", "2"},
+      // The heap kernel's lanes (auto gives these small shapes 8): one lane, as before, and 2 and 4 with
+      // the median test, one float at a time, unsorted waves without the final steps, the tail at 64.
+      {"leaf8_heap_lanes1", "8", "", "", "", "", "", "", "", "", "1"},
+      {"leaf16_heap_lanes2_median", "16", "median", "", "", "", "", "", "", "", "2"},
+      {"leaf8_heap_lanes4_scalar", "8", "", "", "", "", "off", "", "", "", "4"},
+      {"leaf4_heap_lanes2_unsorted", "4", "", "off", "off", "", "", "", "", "", "2"},
+      {"leaf32_heap_lanes4_tail64", "32", "", "", "", "", "", "64", "", "", "4"},
+      {"leaf8_heap_lanes8", "8", "", "", "", "", "", "", "", "", "8"},
   };
   return k;
 }
@@ -144,6 +152,9 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(registers ? "nearest pair in registers" : "top-k heaps in shared memory"), std::string::npos) << path;
   if (registers && !knobs.lanes.empty())
     EXPECT_NE(path.find("lanes per query per wave: " + knobs.lanes), std::string::npos) << path;
+  // The heap kernel's lanes as set (staged leaves keep 1 lane in the sorted waves).
+  if (!registers && !knobs.heap_lanes.empty() && knobs.stage.empty())
+    EXPECT_NE(path.find("lanes per query per wave: " + knobs.heap_lanes + " (waves 1"), std::string::npos) << path;
   // Rows as float4 groups wherever k is compiled in, unless vec=off.
   const bool compiled = path.find("compiled in") != std::string::npos;
   EXPECT_NE(path.find(knobs.vec != "off" && compiled ? "rows read as float4 groups" : "rows read one float at a time"),
@@ -262,7 +273,7 @@ TEST(V16Supports, ParametersAndLimits) {
   // builds without CUDA too.
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
            {"leaf", "0"}, {"leaf", "x"}, {"leaf", "9000"}, {"sort", "2"}, {"sort", "1"}, {"final", "yes"}, {"test", "plane"},
-           {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}})
+           {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}})
     EXPECT_THROW(ParamValues("v16", knn::gpu::v16_params(), {{name, bad}}), ParamError) << name << "=" << bad;
   const VersionDesc* v = Registry::instance().find("v16");
   if (v == nullptr) GTEST_SKIP() << "v16 is built only with CUDA: not registered in this build";

@@ -90,6 +90,32 @@ __device__ __forceinline__ float staged_distance(const Query<DIM>& q, const floa
   }
 }
 
+// Leaf rows of a compiled-in k read as whole float4s: G rows in V float4s, G = 4 / gcd(DIM, 4).
+template <int DIM>
+struct GroupRows {
+  static constexpr int G = DIM % 4 == 0 ? 1 : DIM % 2 == 0 ? 2 : 4, V = G * DIM / 4;
+};
+
+// The G distances of float4 group x (row_distance's sums), each to row(j, distance) as it is done;
+// read only when `valid` (else from zeros).
+template <int DIM, typename Row>
+__device__ __forceinline__ void group_rows(const Query<DIM>& q, const float4* g, int x, bool valid, Row&& row) {
+  constexpr int G = GroupRows<DIM>::G, V = GroupRows<DIM>::V;
+  float v[4 * V];
+#pragma unroll
+  for (int c = 0; c < V; ++c) {
+    const float4 f = valid ? __ldg(g + std::size_t(x) * V + c) : make_float4(0.f, 0.f, 0.f, 0.f);
+    v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
+  }
+#pragma unroll
+  for (int j = 0; j < G; ++j) {
+    float d = first_square(q.q[0], v[j * DIM]);
+#pragma unroll
+    for (int k = 1; k < DIM; ++k) d = exact::add_square(d, q.q[k], v[j * DIM + k]);
+    row(j, d);
+  }
+}
+
 // Lane `lane` of L hands its share of leaf `leaf` to offer(distance, tree row), in the row order of
 // the leaf within the share. With `vec` and k compiled in, from a 16-byte aligned leaf, rows go G at a
 // time as whole float4s, G = 4 / gcd(DIM, 4) (4 rows of 3, 5, 7 or 9 coordinates, 2 of 2, 1 of 4,
@@ -102,30 +128,54 @@ __device__ __forceinline__ void scan_share(const TreeView& t, const Query<DIM>& 
   const float* rows = t.points + std::size_t(first) * dim;
   int r = 0;
   if constexpr (DIM > 0) {
-    constexpr int G = DIM % 4 == 0 ? 1 : DIM % 2 == 0 ? 2 : 4, V = G * DIM / 4;
+    constexpr int G = GroupRows<DIM>::G;
     if (vec && (reinterpret_cast<std::uintptr_t>(rows) & 15) == 0) {
       const float4* g = reinterpret_cast<const float4*>(rows);
       const int groups = S / G;
-      for (int x = lane; x < groups; x += L) {
-        float v[4 * V];
-#pragma unroll
-        for (int c = 0; c < V; ++c) {
-          const float4 f = __ldg(g + std::size_t(x) * V + c);
-          v[4 * c] = f.x, v[4 * c + 1] = f.y, v[4 * c + 2] = f.z, v[4 * c + 3] = f.w;
-        }
-#pragma unroll
-        for (int j = 0; j < G; ++j) {
-          float d = first_square(q.q[0], v[j * DIM]);
-#pragma unroll
-          for (int k = 1; k < DIM; ++k) d = exact::add_square(d, q.q[k], v[j * DIM + k]);
-          offer(d, first + x * G + j);
-        }
-      }
+      for (int x = lane; x < groups; x += L) group_rows(q, g, x, true, [&](int j, float d) { offer(d, first + x * G + j); });
       r = groups * G;
     }
   }
   for (r += lane; r < S; r += L) {
     offer(row_distance(q, rows + std::size_t(r) * dim, dim), first + r);
+  }
+}
+
+// The L lanes of `mask` (one warp) score leaf `leaf` together: lane takes every L-th float4 group (as
+// scan_share), or every L-th row, and each distance at most bound() goes to all L lanes, which hand it
+// to take(distance, tree row) one after another, lowest lane first. The lanes run the same rounds, so
+// lanes that keep identical lists stay identical.
+template <int DIM, int L, typename Bound, typename Take>
+__device__ __forceinline__ void scan_lanes(const TreeView& t, const Query<DIM>& q, int leaf, int lane, bool vec, unsigned mask,
+                                           Bound&& bound, Take&& take) {
+  const int S = t.leaf_size, dim = DIM > 0 ? DIM : t.dim, first = leaf * S;
+  const float* rows = t.points + std::size_t(first) * dim;
+  const auto share = [&](bool valid, float d, int r) {
+    unsigned want = __ballot_sync(mask, valid && d <= bound());
+    while (want) {
+      const int src = __ffs(want) - 1;
+      want &= want - 1;
+      take(__shfl_sync(mask, d, src), __shfl_sync(mask, r, src));
+    }
+  };
+  int r = 0;
+  if constexpr (DIM > 0) {
+    constexpr int G = GroupRows<DIM>::G;
+    if (vec && (reinterpret_cast<std::uintptr_t>(rows) & 15) == 0) {
+      const float4* g = reinterpret_cast<const float4*>(rows);
+      const int groups = S / G;
+      for (int x0 = 0; x0 < groups; x0 += L) {
+        const int x = x0 + lane;
+        const bool valid = x < groups;
+        group_rows(q, g, x, valid, [&](int j, float d) { share(valid, d, first + x * G + j); });
+      }
+      r = groups * G;
+    }
+  }
+  for (int r0 = r; r0 < S; r0 += L) {
+    const int x = r0 + lane;
+    const bool valid = x < S;
+    share(valid, valid ? row_distance(q, rows + std::size_t(x) * dim, dim) : INFINITY, first + x);
   }
 }
 

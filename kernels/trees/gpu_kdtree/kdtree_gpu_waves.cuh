@@ -3,6 +3,11 @@
 // leaf, then walks the tree to its next leaf (kdtree_gpu_walk.cuh). Two kernels:
 //  * search_kernel, any topk: one thread per key, the query's top-k heap in shared memory
 //    (shared_topk.cuh), taken up from the answer row at the start of a wave; leaves optionally staged.
+//    A key may have L = 2, 4 or 8 lanes of one warp (kdtree_gpu_walk.cuh, scan_lanes): each lane
+//    scores every L-th group of the leaf, a row closer than the K-th goes to all L lanes, and each
+//    lane puts it into its own copy of the heap. The copies stay identical, so the lanes walk to the
+//    same next leaf. A small wave, and the last kernel's few long-running queries, then keep L times
+//    the threads busy, each waiting on 1/L of the leaf's rows.
 //  * nearest_kernel, topk = 1 for queries that are not their own references: the best (distance,
 //    index) pair stays in registers. A row that comes closer replaces it by two selects (no branch, so
 //    the lanes of a warp do not split on it, as they do on a heap insertion); the row's index is read
@@ -47,9 +52,11 @@ struct SearchArgs {
 };
 
 
-// One thread per active key (blocks of kWaveBlock consecutive keys): scan the leaf, find the next one.
-template <int DIM>
+// L threads per active key (blocks of kWaveBlock / L consecutive keys): scan the leaf, find the next one.
+// Leaves are staged with L = 1 only.
+template <int DIM, int L>
 __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) {
+  static_assert(L == 1 || L == 2 || L == 4 || L == 8, "lanes per query: 1, 2, 4 or 8");
   using Scan = cub::BlockScan<int, kWaveBlock>;
   __shared__ typename Scan::TempStorage scan_temp;
   __shared__ int leaf_of[kWaveBlock], run_leaf[kWaveBlock];
@@ -62,14 +69,15 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
   float* tile = reinterpret_cast<float*>(heap_i + std::size_t(a.topk) * kWaveBlock);
   auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * stride);
 
-  const int item = blockIdx.x * kWaveBlock + tid;
+  const int thread = blockIdx.x * kWaveBlock + tid, item = thread / L, lane = thread % L;
+  [[maybe_unused]] const unsigned mask = ((1u << L) - 1) << ((tid & 31) & ~(L - 1));  // the key's lanes
   const bool active = item < a.count;
   const std::uint64_t key = active ? a.keys_in[item] : 0;
   int leaf = active ? int(key >> 32) : -1;
   const int qid = int(unsigned(key));
   // The block's distinct leaves (runs of equal keys when sorted): staged when they fit.
   int run = 0, runs = 0;
-  if (a.stage_leaves > 0) {
+  if (L == 1 && a.stage_leaves > 0) {
     leaf_of[tid] = leaf;
     __syncthreads();
     const int start = active && (tid == 0 || leaf_of[tid - 1] != leaf) ? 1 : 0;
@@ -78,7 +86,7 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     if (start) run_leaf[run] = leaf;
     __syncthreads();
   }
-  const bool staged = a.stage_leaves > 0 && runs <= a.stage_leaves;
+  const bool staged = L == 1 && a.stage_leaves > 0 && runs <= a.stage_leaves;
   if (staged) {
     const int floats = S * stride;
     for (int e = tid; e < runs * floats; e += kWaveBlock) {
@@ -113,11 +121,17 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
           if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
         }
       } else {
-        scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {
-          if (!(d <= list.worst_distance())) return;  // the index is read only for a candidate
+        const auto take = [&](float d, int r) {  // the index is read only for a candidate
           const std::int32_t id = __ldg(t.index + r);
           if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
-        });
+        };
+        if constexpr (L == 1) {
+          scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {
+            if (d <= list.worst_distance()) take(d, r);
+          });
+        } else {
+          scan_lanes<DIM, L>(t, q, leaf, lane, a.vec == 1, mask, [&] { return list.worst_distance(); }, take);
+        }
       }
       ++visited;
       next = next_leaf(t, q, leaf, list.worst_distance(), a.box);
@@ -125,7 +139,9 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
       leaf = next;
       from_tile = false;
     }
-    if (next < 0) {
+    if (lane != 0) {
+      // the key's lanes hold the same heap: lane 0 writes it
+    } else if (next < 0) {
       list.store(row_i, row_d);
       a.keys_out[item] = (std::uint64_t(t.leaves) << 32) | unsigned(qid);
     } else {
@@ -141,7 +157,7 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     __shared__ int done_count;
     if (tid == 0) done_count = 0;
     __syncthreads();
-    if (active && next < 0) done[atomicAdd(&done_count, 1)] = qid;
+    if (active && lane == 0 && next < 0) done[atomicAdd(&done_count, 1)] = qid;
     __syncthreads();
     const int slots = done_count * a.topk;
     for (int e = tid; e < slots; e += kWaveBlock) {
@@ -150,8 +166,8 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
       a.host_dist[at] = a.heap_dist[at];
     }
   }
-  const unsigned going = __popc(__ballot_sync(0xffffffffu, next >= 0));
-  const unsigned seen = knn::gpu::warp::sum(visited);
+  const unsigned going = __popc(__ballot_sync(0xffffffffu, lane == 0 && next >= 0));
+  const unsigned seen = knn::gpu::warp::sum(lane == 0 ? visited : 0u);
   if ((tid & 31) == 0) {
     if (going) atomicAdd(a.remaining, going);
     if (seen) atomicAdd(a.visits, (unsigned long long)seen);

@@ -16,7 +16,8 @@
 // default 16, measured on an H100; 1 is the thesis's rule), vec=on|off (leaf rows read as float4
 // groups, or one float at a time: default on), nearest=on|off (topk = 1 without a self-join: the
 // pair in registers, kdtree_gpu_waves.cuh; default on), lanes (its lanes per query: 1, 2, 4, 8, or
-// auto: by the wave's size, the default), stage_kib (shared memory for staged leaves, 0-160, default
+// auto: by the wave's size, the default), heap_lanes (the heap kernel's lanes per query, whose lanes keep
+// identical heaps; auto: 8 in the last kernel, 1 in the sorted waves), stage_kib (shared memory for staged leaves, 0-160, default
 // 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
 // answers=auto|direct|copy (direct: the heap kernel writes finished rows into a pinned output during
 // the waves, so no copy follows the search; auto, the default: direct from topk 32). Distances use v0's roundings, so rows equal v0's,
@@ -64,6 +65,7 @@ struct Options {
   bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
   std::string answers = "auto";  // direct: the heap kernel writes finished rows into a pinned output; copy; auto
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
+  int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
   std::string source;  // the parameters the user set, " name=value" each
 };
 
@@ -77,6 +79,7 @@ Options options_from(const knn::ParamValues& v) {
   o.vec = v.on("vec") ? 1 : 0;
   o.nearest = v.on("nearest");
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
+  o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
   o.box = v.text("test") == "box";
   o.answers = v.text("answers");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
@@ -107,41 +110,40 @@ int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   return int(std::min<std::size_t>(kBlock, std::size_t(o.stage_kib) * 1024 / leaf_bytes));
 }
 
-// lanes = 0: the heap kernel, one thread per key; else the register kernel, `lanes` threads per key.
-void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, int lanes, cudaStream_t stream) {
-  const std::size_t shared = lanes ? 0 : search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim);
+// `lanes` threads per key; the heap kernel takes its heaps' shared memory.
+void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
+  const std::size_t shared = heap ? search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim) : 0;
   KNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-  const long long threads = (long long)a.count * std::max(lanes, 1);
+  const long long threads = (long long)a.count * lanes;
   kernel<<<unsigned((threads + kBlock - 1) / kBlock), kBlock, shared, stream>>>(a);
   KNN_CUDA_CHECK_LAUNCH();
 }
 
 template <int DIM>
-void launch_search(const SearchArgs& a, int lanes, cudaStream_t stream) {
+void launch_search(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
   switch (lanes) {
-    case 0: return launch_kernel(kd::search_kernel<DIM>, a, 0, stream);
-    case 1: return launch_kernel(kd::nearest_kernel<DIM, 1>, a, 1, stream);
-    case 2: return launch_kernel(kd::nearest_kernel<DIM, 2>, a, 2, stream);
-    case 4: return launch_kernel(kd::nearest_kernel<DIM, 4>, a, 4, stream);
-    default: return launch_kernel(kd::nearest_kernel<DIM, 8>, a, 8, stream);
+    case 1: return launch_kernel(heap ? kd::search_kernel<DIM, 1> : kd::nearest_kernel<DIM, 1>, a, heap, 1, stream);
+    case 2: return launch_kernel(heap ? kd::search_kernel<DIM, 2> : kd::nearest_kernel<DIM, 2>, a, heap, 2, stream);
+    case 4: return launch_kernel(heap ? kd::search_kernel<DIM, 4> : kd::nearest_kernel<DIM, 4>, a, heap, 4, stream);
+    default: return launch_kernel(heap ? kd::search_kernel<DIM, 8> : kd::nearest_kernel<DIM, 8>, a, heap, 8, stream);
   }
 }
 
 template <int DIM, int... More>
-void dispatch(const SearchArgs& a, int lanes, cudaStream_t stream) {  // the compiled-in k (compiled_dim), else k = 0
+void dispatch(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {  // the compiled-in k (compiled_dim), else k = 0
   if constexpr (DIM == 0) {
-    launch_search<0>(a, lanes, stream);
+    launch_search<0>(a, heap, lanes, stream);
   } else if (a.t.dim != DIM) {
-    dispatch<More...>(a, lanes, stream);
+    dispatch<More...>(a, heap, lanes, stream);
   } else {
-    launch_search<DIM>(a, lanes, stream);
+    launch_search<DIM>(a, heap, lanes, stream);
   }
 }
 
-// Lanes per query of the register kernel: the knob's, else the fewest of 1, 2, 4, 8 that give the wave
+// Lanes per query: the knob's (`knob`, 0: auto), else the fewest of 1, 2, 4, 8 that give the wave
 // twice the threads the device holds at once; never past 2^31 threads.
-int lanes_for(const Options& o, long long count, long long resident) {
-  int lanes = o.lanes;
+int lanes_for(int knob, long long count, long long resident) {
+  int lanes = knob;
   if (lanes == 0)
     for (lanes = 1; lanes < 8 && count * lanes < 2 * resident;) lanes *= 2;
   while (lanes > 1 && count * lanes > 0x7fffffffLL) lanes /= 2;
@@ -217,7 +219,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   int per_sm = 0;
   KNN_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
   const long long resident = (long long)per_sm * std::max(ctx.env.devices[0].sm_count, 1);
-  std::string lanes_trace;
+  std::vector<int> wave_lanes;  // per wave, the kernel's lanes per query
   // keys[cur] holds `items` keys, the `count` active ones first unless finished ones sit among them.
   int cur = 0, items = p.m, count = p.m, sorted_waves = 0;
   std::vector<int> active;
@@ -249,9 +251,14 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     SearchArgs a{view, queries, p.topk, count, sort ? stage : 0, p.self_join, o.box, active.empty(), to_end,
                  o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data(),
                  visits.data(), static_cast<std::int32_t*>(direct ? host_i : nullptr), static_cast<float*>(direct ? host_d : nullptr)};
-    const int lanes = nearest ? lanes_for(o, count, resident) : 0;
-    if (nearest && active.size() < 48) lanes_trace += fmt::format("{}{}", active.empty() ? "" : " ", lanes);
-    dispatch<KNN_V16_COMPILED_DIMS, 0>(a, lanes, stream);
+    // The heap kernel's auto: 8 lanes in the last kernel, whose queries each run a long chain of leaves
+    // alone, and 1 in the sorted waves, where lanes cost more than they hide (on an H100, docs/v16.md).
+    const int lanes = nearest ? lanes_for(o.lanes, count, resident)
+                      : a.stage_leaves > 0 ? 1
+                      : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, count, resident)
+                                           : lanes_for(to_end ? 8 : 1, count, resident);
+    wave_lanes.push_back(lanes);
+    dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
     KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data(), remaining.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
     timer.end();
     stream.synchronize();
@@ -277,7 +284,15 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     trace += fmt::format("{}{}:{}", trace.empty() ? "" : " ", w + 1, active[w]);
     shown = w;
   }
-  if (nearest && o.lanes == 0) ctx.chosen["lanes"] = lanes_trace;  // auto: per wave, by its size (the first 48 waves)
+  // Lanes per wave as runs: "1 (waves 1-20), 2 (21-30), 8 (31-84)".
+  std::string lanes_trace;
+  for (std::size_t w = 0, from = 0; w < wave_lanes.size(); ++w) {
+    if (w + 1 < wave_lanes.size() && wave_lanes[w + 1] == wave_lanes[w]) continue;
+    lanes_trace += fmt::format("{}{} ({}{}{})", lanes_trace.empty() ? "" : ", ", wave_lanes[w], from == 0 ? "waves " : "", from + 1,
+                               w > from ? fmt::format("-{}", w + 1) : std::string());
+    from = w + 1;
+  }
+  if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
   ctx.path = fmt::format(
       "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
       "leaves per query {:.2f}; {}; {}; active per wave (wave:queries): {}",
@@ -288,7 +303,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
-      nearest ? "nearest pair in registers, lanes per query per wave: " + lanes_trace : std::string("top-k heaps in shared memory"),
+      fmt::format("{}, lanes per query per wave: {}", nearest ? "nearest pair in registers" : "top-k heaps in shared memory", lanes_trace),
       direct   ? fmt::format("answers written by the heap kernel into the pinned output as queries finish (answers={}: phase search_d2h)", o.answers)
       : !wanted ? fmt::format("answers copied after the search (answers={})", o.answers == "auto" ? "auto: topk below 32" : o.answers)
       : nearest ? fmt::format("answers copied after the search (answers={}, not taken: the nearest-pair kernel)", o.answers)

@@ -30,6 +30,9 @@ inline std::vector<ParamDecl> v16_params() {
       P::flag("nearest", true, "topk 1 without a self-join: the pair in registers (off: the heap kernel)", "KNN_V16_NEAREST"),
       P::choice("lanes", "auto", {"auto", "1", "2", "4", "8"}, "lanes per query of the nearest-pair kernel; auto: by the wave's size",
                 "KNN_V16_LANES"),
+      P::choice("heap_lanes", "auto", {"auto", "1", "2", "4", "8"},
+                "lanes per query of the heap kernel (topk above 1, or a self-join): each lane scores every L-th group of the leaf "
+                "and keeps its own copy of the heap; auto: 8 in the last kernel (few queries, long chains of leaves), 1 in the sorted waves"),
       P::choice("answers", "auto", {"auto", "direct", "copy"},
                 "how the answers reach the output: direct (the heap kernel writes each finished query's row into a pinned output "
                 "during the waves; topk 1 without a self-join, and pageable outputs, copy), copy (one copy after the search), or "
