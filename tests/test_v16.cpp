@@ -1,7 +1,7 @@
 // v16 (kd-tree built and searched on the GPU) against v0's loop, row for row: one point, n at a leaf
 // size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
 // 33, topk 1..64, self-joins, and topk = 1 at every compiled k with ties, duplicates and odd n; each
-// under several parameter settings (v16.leaf, test, sort, final, stage_kib, vec, tail, nearest, lanes, heap_lanes),
+// under several parameter settings (v16.leaf, test, sort, final, stage_kib, vec, tail, nearest, lanes, heap_lanes, overlap),
 // so the box and the median test, sorted
 // and unsorted waves, leaves staged in shared memory or read from global memory (as float4 groups or
 // one float at a time), the run-to-the-end kernel, the top-k heaps and the pair in registers at 1, 2, 4
@@ -38,13 +38,13 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
     for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"leaf", leaf}, {"test", test}, {"sort", sort},
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
-                                     {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}})
+                                     {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -77,6 +77,9 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf4_heap_lanes2_unsorted", "4", "", "off", "off", "", "", "", "", "", "2"},
       {"leaf32_heap_lanes4_tail64", "32", "", "", "", "", "", "64", "", "", "4"},
       {"leaf8_heap_lanes8", "8", "", "", "", "", "", "", "", "", "8"},
+      // The queries copied before the build instead of during it.
+      {"leaf16_overlap_off", "16", "", "", "", "", "", "", "", "", "", "off"},
+      {"leaf8_overlap_off_lanes2", "8", "", "", "", "", "", "", "", "2", "", "off"},
   };
   return k;
 }
@@ -152,6 +155,11 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(registers ? "nearest pair in registers" : "top-k heaps in shared memory"), std::string::npos) << path;
   if (registers && !knobs.lanes.empty())
     EXPECT_NE(path.find("lanes per query per wave: " + knobs.lanes), std::string::npos) << path;
+  // Separate queries go up during the build unless overlap=off.
+  if (!c.self_join)
+    EXPECT_NE(path.find(knobs.overlap == "off" ? ", the queries copied before the build (overlap=off)" : ", the queries copied during the build"),
+              std::string::npos)
+        << path;
   // The heap kernel's lanes as set (staged leaves keep 1 lane in the sorted waves).
   if (!registers && !knobs.heap_lanes.empty() && knobs.stage.empty())
     EXPECT_NE(path.find("lanes per query per wave: " + knobs.heap_lanes + " (waves 1"), std::string::npos) << path;

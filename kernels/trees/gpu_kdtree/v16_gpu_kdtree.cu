@@ -1,7 +1,8 @@
 // v16: seed 004's data-parallel kd-tree, built and searched entirely on the GPU. The build
 // (kernels/trees/gpu_kdtree/kdtree_gpu_build.cu) pads the references to a power of two of equal leaves
 // (kd_leaves.hpp) and splits every node of a level at once at the median of its widest dimension
-// (one CUB radix sort per level), keeping node boxes, split dimensions and split values. The search
+// (one CUB radix sort per level), keeping node boxes, split dimensions and split values, while the
+// queries are copied up on a second stream. The search
 // runs in waves: every query starts at its natural leaf; each wave sorts the active (leaf, query)
 // keys by leaf (CUB radix sort on the leaf bits only), gives a block 128 consecutive keys, stages the
 // block's distinct leaves in shared memory when they fit, and each thread scans its query's leaf
@@ -17,7 +18,8 @@
 // groups, or one float at a time: default on), nearest=on|off (topk = 1 without a self-join: the
 // pair in registers, kdtree_gpu_waves.cuh; default on), lanes (its lanes per query: 1, 2, 4, 8, or
 // auto: by the wave's size, the default), heap_lanes (the heap kernel's lanes per query, whose lanes keep
-// identical heaps; auto: 8 in the last kernel, 1 in the sorted waves), stage_kib (shared memory for staged leaves, 0-160, default
+// identical heaps; auto: 8 in the last kernel, 1 in the sorted waves), overlap=on|off (the queries copied during
+// the build, or before it), stage_kib (shared memory for staged leaves, 0-160, default
 // 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
 // answers=auto|direct|copy (direct: the heap kernel writes finished rows into a pinned output during
 // the waves, so no copy follows the search; auto, the default: direct from topk 32). Distances use v0's roundings, so rows equal v0's,
@@ -66,6 +68,7 @@ struct Options {
   std::string answers = "auto";  // direct: the heap kernel writes finished rows into a pinned output; copy; auto
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
+  bool overlap = true;  // the queries copied during the build
   std::string source;  // the parameters the user set, " name=value" each
 };
 
@@ -80,6 +83,7 @@ Options options_from(const knn::ParamValues& v) {
   o.nearest = v.on("nearest");
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
   o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
+  o.overlap = v.on("overlap");
   o.box = v.text("test") == "box";
   o.answers = v.text("answers");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
@@ -191,10 +195,23 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   cuda::StreamBuffer<unsigned char> temp(std::max<std::size_t>({sort_bytes, select_bytes, 1}), stream);
 
+  // The queries go up on their own stream while the tree is built (declared after the buffers: on an
+  // exception it is waited for before they are freed).
+  cuda::Stream query_copy;
+  const cuda::JoinOnUnwind join_copy(query_copy);
+  cuda::Event references_in, queries_in;
   cuda::PhaseTimer timer(stream);
   timer.begin("h2d");
-  cuda::upload_inputs(p, references.data(), own_queries.data(), stream);
+  KNN_CUDA_TRY(cudaMemcpyAsync(references.data(), p.references, p.reference_floats() * sizeof(float), cudaMemcpyHostToDevice, stream));
   KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, sizeof(unsigned long long), stream));
+  const bool overlap = o.overlap && !p.self_join;
+  if (!p.self_join) {
+    references_in.record(stream);  // the buffers are allocated, and the copy engine is free
+    KNN_CUDA_TRY(cudaStreamWaitEvent(query_copy, references_in.get()));
+    const cudaStream_t on = overlap ? query_copy.get() : stream.get();
+    KNN_CUDA_TRY(cudaMemcpyAsync(own_queries.data(), p.queries, p.query_floats() * sizeof(float), cudaMemcpyHostToDevice, on));
+    queries_in.record(on);
+  }
   timer.end();
   timer.begin("build_tree");
   const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, stream);
@@ -211,6 +228,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const bool direct = host_i != nullptr && host_d != nullptr;
   const char* search_phase = direct ? "search_d2h" : "search";
   timer.begin(search_phase);
+  if (!p.self_join) KNN_CUDA_TRY(cudaStreamWaitEvent(stream, queries_in.get()));
   kd::natural_leaf_kernel<<<(p.m + 255) / 256, 256, 0, stream>>>(view, queries, p.m, keys[0].data());
   KNN_CUDA_CHECK_LAUNCH();
   timer.end();
@@ -294,10 +312,12 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
   ctx.path = fmt::format(
-      "{}, {} leaves x {} rows ({} padding, minimum leaf {}), {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
+      "{}, {} leaves x {} rows ({} padding, minimum leaf {}){}, {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
       "leaves per query {:.2f}; {}; {}; active per wave (wave:queries): {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
-      plan.leaf_size, plan.padding(), o.min_leaf, o.box ? "box" : "median",
+      plan.leaf_size, plan.padding(), o.min_leaf,
+      p.self_join ? "" : overlap ? ", the queries copied during the build" : ", the queries copied before the build (overlap=off)",
+      o.box ? "box" : "median",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
       o.final_steps ? fmt::format("on (the last kernel below {} active queries)", (long long)plan.leaves * o.tail) : "off",
       o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",
