@@ -1,8 +1,8 @@
 // v16 (kd-tree built and searched on the GPU) against v0's loop, row for row: one point, n at a leaf
 // size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
 // 33, topk 1..64, self-joins, and topk = 1 at every compiled k with ties, duplicates and odd n; each
-// under several parameter settings (v16.leaf, test, sort, final, stage_kib, vec, tail, nearest, lanes, heap_lanes, overlap),
-// so the box and the median test, sorted
+// under several parameter settings (v16.leaf, test, sort, final, stage_kib, vec, tail, nearest, lanes,
+// heap_lanes, overlap, segment_rows), so the build by radix and by segmented sorts, the box and the median test, sorted
 // and unsorted waves, leaves staged in shared memory or read from global memory (as float4 groups or
 // one float at a time), the run-to-the-end kernel, the top-k heaps and the pair in registers at 1, 2, 4
 // and 8 lanes per query, and the heaps at 1, 2, 4 and 8 lanes per query all answer. The leaf plan's padding rule runs on the CPU. GPU tests (Gpu*) skip
@@ -38,13 +38,14 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
     for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"leaf", leaf}, {"test", test}, {"sort", sort},
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
-                                     {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap}})
+                                     {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
+                                     {"segment_rows", segment_rows}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -80,6 +81,11 @@ const std::vector<Knobs>& knob_settings() {
       // The queries copied before the build instead of during it.
       {"leaf16_overlap_off", "16", "", "", "", "", "", "", "", "", "", "off"},
       {"leaf8_overlap_off_lanes2", "8", "", "", "", "", "", "", "", "2", "", "off"},
+      // The build's sorts: one radix sort per level, every level but the root node by node, and only
+      // the levels of nodes up to 64 rows (the default takes those up to 8192).
+      {"leaf8_radix_build", "8", "", "", "", "", "", "", "", "", "", "", "0"},
+      {"leaf4_segmented_build", "4", "", "", "", "", "", "", "", "", "", "", "1073741824"},
+      {"leaf16_segmented64_median", "16", "median", "", "", "", "", "", "", "", "", "", "64"},
   };
   return k;
 }
@@ -155,6 +161,8 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(registers ? "nearest pair in registers" : "top-k heaps in shared memory"), std::string::npos) << path;
   if (registers && !knobs.lanes.empty())
     EXPECT_NE(path.find("lanes per query per wave: " + knobs.lanes), std::string::npos) << path;
+  // With segment_rows=0 every level of the build is one radix sort.
+  if (knobs.segment_rows == "0") EXPECT_EQ(path.find("sorted node by node"), std::string::npos) << path;
   // Separate queries go up during the build unless overlap=off.
   if (!c.self_join)
     EXPECT_NE(path.find(knobs.overlap == "off" ? ", the queries copied before the build (overlap=off)" : ", the queries copied during the build"),

@@ -1,6 +1,7 @@
 // The GPU kd-tree build (kdtree_gpu_build.hpp): per level, node boxes by block reductions and
 // ordered-integer atomics, the split dimension per node, one CUB radix sort of (node, coordinate)
-// keys over all rows, and a gather of the rows. All on one stream, no host synchronisation.
+// keys over all rows (or, where the nodes are small, one segmented sort of the coordinates with a
+// segment per node), and a gather of the rows. All on one stream, no host synchronisation.
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_build.hpp"
 
 #include <cub/cub.cuh>
@@ -112,6 +113,21 @@ __global__ void keys_kernel(const float* __restrict__ points, int dim, std::int6
   }
 }
 
+// The same for a segmented sort: the coordinate alone as the key, and the nodes' row offsets.
+__global__ void node_keys_kernel(const float* __restrict__ points, int dim, std::int64_t padded, std::int64_t seg,
+                                 std::int64_t first_node, const std::int32_t* __restrict__ split_dim,
+                                 unsigned* __restrict__ keys, std::int32_t* __restrict__ order,
+                                 std::int32_t* __restrict__ offsets) {
+  for (std::int64_t r = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; r < padded;
+       r += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t j = r / seg;
+    keys[r] = ordered(points[r * dim + split_dim[first_node + j]]);
+    order[r] = std::int32_t(r);
+    if (r % seg == 0) offsets[j] = std::int32_t(r);
+    if (r == 0) offsets[padded / seg] = std::int32_t(padded);
+  }
+}
+
 __global__ void gather_kernel(const float* __restrict__ points, const std::int32_t* __restrict__ index,
                               const std::int32_t* __restrict__ order, std::int64_t padded, int dim,
                               float* __restrict__ out_points, std::int32_t* __restrict__ out_index) {
@@ -151,12 +167,24 @@ __global__ void decode_kernel(unsigned* values, std::int64_t count) {
     values[e] = __float_as_uint(unordered(values[e]));
 }
 
-std::size_t sort_temp_bytes(std::int64_t padded, cudaStream_t stream) {
-  std::size_t bytes = 0;
-  cub::DoubleBuffer<std::uint64_t> k(nullptr, nullptr);
-  cub::DoubleBuffer<std::int32_t> v(nullptr, nullptr);
-  KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, int(padded), 0, 64, stream));
-  return std::max<std::size_t>(bytes, 1);
+std::size_t sort_temp_bytes(const LeafPlan& plan, std::int64_t segment_rows, cudaStream_t stream) {
+  const std::int64_t padded = plan.padded();
+  std::size_t most = 1;
+  for (int level = 0; level < plan.levels; ++level) {
+    std::size_t bytes = 0;
+    if (segmented_level(padded, level, segment_rows)) {
+      KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, static_cast<const unsigned*>(nullptr), static_cast<unsigned*>(nullptr),
+                                                       static_cast<const std::int32_t*>(nullptr), static_cast<std::int32_t*>(nullptr),
+                                                       padded, std::int64_t(1) << level, static_cast<const std::int32_t*>(nullptr),
+                                                       static_cast<const std::int32_t*>(nullptr) + 1, stream));
+    } else {
+      cub::DoubleBuffer<std::uint64_t> k(nullptr, nullptr);
+      cub::DoubleBuffer<std::int32_t> v(nullptr, nullptr);
+      KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, int(padded), 0, 64, stream));
+    }
+    most = std::max(most, bytes);
+  }
+  return most;
 }
 
 void boxes(const DeviceKdTree& t, const float* points, const std::int32_t* index, int level, cudaStream_t stream) {
@@ -176,11 +204,12 @@ std::size_t device_bytes(const LeafPlan& plan, int dim) {
                            nodes * 2 * (dim + box_pad(dim)) * sizeof(float) +
                            std::size_t(plan.leaves) * (sizeof(std::int32_t) + sizeof(float));
   const std::size_t scratch = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
-                              padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20);
+                              padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20) +
+                              std::size_t(plan.leaves) * sizeof(std::int32_t);
   return tree + scratch;
 }
 
-DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cudaStream_t stream) {
+DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, cudaStream_t stream) {
   DeviceKdTree t;
   t.plan = plan;
   t.dim = dim;
@@ -196,7 +225,8 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cu
   cuda::StreamBuffer<std::int32_t> other_index(std::size_t(padded), stream);
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
   cuda::StreamBuffer<std::int32_t> order[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
-  const std::size_t temp_bytes = sort_temp_bytes(padded, stream);
+  cuda::StreamBuffer<std::int32_t> offsets(std::size_t(plan.leaves) + 1, stream);  // a segmented level's node offsets
+  const std::size_t temp_bytes = sort_temp_bytes(plan, segment_rows, stream);
   cuda::StreamBuffer<unsigned char> temp(temp_bytes, stream);
 
   init_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(points, plan.n, padded, dim, t.points.data(),
@@ -217,14 +247,27 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cu
                                                          reinterpret_cast<const unsigned*>(t.hi.data()), dim,
                                                          level_nodes, first, t.split_dim.data());
     KNN_CUDA_CHECK_LAUNCH();
-    cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
-    cub::DoubleBuffer<std::int32_t> v(order[0].data(), order[1].data());
-    keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, t.split_dim.data(),
-                                                           k.Current(), v.Current());
-    KNN_CUDA_CHECK_LAUNCH();
     std::size_t bytes = temp_bytes;
-    KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, k, v, int(padded), 0, 32 + level, stream));
-    gather_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(cur_points, cur_index, v.Current(), padded, dim,
+    const std::int32_t* sorted = nullptr;  // the rows' order after the sort
+    if (segmented_level(padded, level, segment_rows)) {
+      auto* in = reinterpret_cast<unsigned*>(keys[0].data());
+      auto* out = reinterpret_cast<unsigned*>(keys[1].data());
+      node_keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, t.split_dim.data(), in,
+                                                                  order[0].data(), offsets.data());
+      KNN_CUDA_CHECK_LAUNCH();
+      KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortPairs(temp.data(), bytes, in, out, order[0].data(), order[1].data(), padded,
+                                                       level_nodes, offsets.data(), offsets.data() + 1, stream));
+      sorted = order[1].data();
+    } else {
+      cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
+      cub::DoubleBuffer<std::int32_t> v(order[0].data(), order[1].data());
+      keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, t.split_dim.data(),
+                                                             k.Current(), v.Current());
+      KNN_CUDA_CHECK_LAUNCH();
+      KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, k, v, int(padded), 0, 32 + level, stream));
+      sorted = v.Current();
+    }
+    gather_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(cur_points, cur_index, sorted, padded, dim,
                                                                    next_points, next_index);
     KNN_CUDA_CHECK_LAUNCH();
     std::swap(cur_points, next_points);

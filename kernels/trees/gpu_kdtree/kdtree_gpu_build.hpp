@@ -2,7 +2,8 @@
 // A balanced kd-tree built entirely on the GPU (v16, after seed 004; kd_leaves.hpp has the leaf
 // plan). The padded references (padding rows at +inf, index -1) are split level by level, every node
 // of a level at once: one kernel finds each node's box, one picks the dimension of largest spread,
-// one CUB radix sort orders the rows of every node by (node, coordinate), and a gather moves the
+// one CUB radix sort orders the rows of every node by (node, coordinate) (or a segmented sort each
+// node's coordinates, where the nodes are small), and a gather moves the
 // rows; the split value of a node is the first coordinate of its upper half. Nothing goes back to
 // the host between levels. The tree is arrays in heap order (node v: children 2v + 1, 2v + 2; leaf
 // j is node L - 1 + j and holds rows [j S, (j + 1) S)). CUDA builds only.
@@ -31,8 +32,15 @@ struct DeviceKdTree {
 
 inline int box_pad(int dim) { return (dim + 3) / 4 * 4; }
 
-// Enqueues the build of the tree of n device rows (row-major n x dim) on `stream`.
-DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, cudaStream_t stream);
+// Levels whose nodes hold at most segment_rows rows (and more than one node) take the segmented sort.
+inline bool segmented_level(std::int64_t padded, int level, std::int64_t segment_rows) {
+  return level > 0 && (padded >> level) <= segment_rows;
+}
+
+// Enqueues the build of the tree of n device rows (row-major n x dim) on `stream`. A level whose nodes
+// hold at most segment_rows rows sorts each node as a segment of its own (cub::DeviceSegmentedSort
+// of the coordinates) instead of one radix sort of (node, coordinate) keys over all rows (0: never).
+DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, cudaStream_t stream);
 
 // Device bytes build_device allocates, at most (tree plus scratch).
 std::size_t device_bytes(const LeafPlan& plan, int dim);

@@ -19,7 +19,8 @@
 // pair in registers, kdtree_gpu_waves.cuh; default on), lanes (its lanes per query: 1, 2, 4, 8, or
 // auto: by the wave's size, the default), heap_lanes (the heap kernel's lanes per query, whose lanes keep
 // identical heaps; auto: 8 in the last kernel, 1 in the sorted waves), overlap=on|off (the queries copied during
-// the build, or before it), stage_kib (shared memory for staged leaves, 0-160, default
+// the build, or before it), segment_rows (the build's levels with nodes this small sort each node
+// on its own; 0: one radix sort per level), stage_kib (shared memory for staged leaves, 0-160, default
 // 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
 // answers=auto|direct|copy (direct: the heap kernel writes finished rows into a pinned output during
 // the waves, so no copy follows the search; auto, the default: direct from topk 32). Distances use v0's roundings, so rows equal v0's,
@@ -69,6 +70,7 @@ struct Options {
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
   bool overlap = true;  // the queries copied during the build
+  long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string source;  // the parameters the user set, " name=value" each
 };
 
@@ -84,6 +86,7 @@ Options options_from(const knn::ParamValues& v) {
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
   o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
   o.overlap = v.on("overlap");
+  o.segment_rows = v.integer("segment_rows");
   o.box = v.text("test") == "box";
   o.answers = v.text("answers");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
@@ -214,7 +217,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   timer.end();
   timer.begin("build_tree");
-  const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, stream);
+  const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, o.segment_rows, stream);
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();
   const TreeView view = kd::view_of(tree);
@@ -294,6 +297,12 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
   stream.synchronize();
   timer.report(ctx.timing);
+  int first_segmented = 1;  // the build's first level sorted node by node, if any
+  while (first_segmented < plan.levels && !kd::segmented_level(plan.padded(), first_segmented, o.segment_rows)) ++first_segmented;
+  const std::string build_sorts =
+      first_segmented < plan.levels ? fmt::format(", the build's levels {}-{} sorted node by node (nodes of at most {} rows)", first_segmented,
+                                                  plan.levels - 1, o.segment_rows)
+                                    : std::string();
   // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
   // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plots/plot_waves.py).
   std::string trace;
@@ -312,10 +321,10 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
   ctx.path = fmt::format(
-      "{}, {} leaves x {} rows ({} padding, minimum leaf {}){}, {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
+      "{}, {} leaves x {} rows ({} padding, minimum leaf {}){}{}, {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
       "leaves per query {:.2f}; {}; {}; active per wave (wave:queries): {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
-      plan.leaf_size, plan.padding(), o.min_leaf,
+      plan.leaf_size, plan.padding(), o.min_leaf, build_sorts,
       p.self_join ? "" : overlap ? ", the queries copied during the build" : ", the queries copied before the build (overlap=off)",
       o.box ? "box" : "median",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),

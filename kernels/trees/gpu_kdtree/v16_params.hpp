@@ -30,6 +30,9 @@ inline std::vector<ParamDecl> v16_params() {
       P::flag("nearest", true, "topk 1 without a self-join: the pair in registers (off: the heap kernel)", "KNN_V16_NEAREST"),
       P::choice("lanes", "auto", {"auto", "1", "2", "4", "8"}, "lanes per query of the nearest-pair kernel; auto: by the wave's size",
                 "KNN_V16_LANES"),
+      P::integer("segment_rows", 8192, 0, 1 << 30,
+                 "the build's levels whose nodes hold at most this many rows sort each node on its own (a segmented sort of the "
+                 "coordinates); 0: every level one radix sort of (node, coordinate) keys over all rows"),
       P::flag("overlap", true, "the queries copied up on a second stream while the tree is built (off: before the build)"),
       P::choice("heap_lanes", "auto", {"auto", "1", "2", "4", "8"},
                 "lanes per query of the heap kernel (topk above 1, or a self-join): each lane scores every L-th group of the leaf "
