@@ -288,7 +288,7 @@ TEST(V16Supports, ParametersAndLimits) {
   // Values outside the declarations never reach the version (the harness refuses them); checked in
   // builds without CUDA too.
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
-           {"leaf", "0"}, {"leaf", "x"}, {"leaf", "9000"}, {"sort", "2"}, {"sort", "1"}, {"final", "yes"}, {"test", "plane"},
+           {"leaf", "-1"}, {"leaf", "x"}, {"leaf", "9000"}, {"sort", "2"}, {"sort", "1"}, {"final", "yes"}, {"test", "plane"},
            {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}})
     EXPECT_THROW(ParamValues("v16", knn::gpu::v16_params(), {{name, bad}}), ParamError) << name << "=" << bad;
   const VersionDesc* v = Registry::instance().find("v16");

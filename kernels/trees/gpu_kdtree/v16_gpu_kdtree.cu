@@ -12,7 +12,7 @@
 // next leaf. Finished queries drop out; heaps wait in the answer rows between waves. The final steps
 // (seed 004's last two): finished queries sort to the end with the active ones instead of a
 // separate partition, and once fewer active queries than leaves remain, one kernel runs each of them
-// to the end. Parameters (v16_params.hpp): leaf (minimum leaf size, default 256), test=box|median,
+// to the end. Parameters (v16_params.hpp): leaf (minimum leaf size; default 128 from topk 32, else 256), test=box|median,
 // sort=on|off, final=on|off, tail (the last kernel takes over below tail x leaves active queries;
 // default 16, measured on an H100; 1 is the thesis's rule), vec=on|off (leaf rows read as float4
 // groups, or one float at a time: default on), nearest=on|off (topk = 1 without a self-join: the
@@ -61,7 +61,7 @@ constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of
 constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
 
 struct Options {
-  int min_leaf = 256, stage_kib = 0;
+  int min_leaf = 0, stage_kib = 0;  // min_leaf 0: by topk (leaf_for)
   bool box = true, sort = true, final_steps = true;
   int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
@@ -73,6 +73,10 @@ struct Options {
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string source;  // the parameters the user set, " name=value" each
 };
+
+// The minimum leaf: the knob's, else 128 from topk 32 and 256 below (on an H100, 128 gave 8-23 % on the
+// top-32 cases 200, 510, 512 and 519, and lost 7 % and 17 % on 405 and 409 at topk 5; docs/v16.md).
+int leaf_for(int knob, int topk) { return knob > 0 ? knob : topk >= 32 ? 128 : 256; }
 
 Options options_from(const knn::ParamValues& v) {
   Options o;
@@ -162,7 +166,7 @@ std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues&
   if (p.dim > kMaxDim) return fmt::format("k = {} over v16's limit of {}", p.dim, kMaxDim);
   if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: a kd-tree needs at least one point", p.m, p.n);
   const Options o = options_from(params);
-  const kd::LeafPlan plan = kd::plan_leaves(p.n, o.min_leaf);
+  const kd::LeafPlan plan = kd::plan_leaves(p.n, leaf_for(o.min_leaf, p.topk));
   const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim);
   if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
   return std::nullopt;
@@ -173,7 +177,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (auto reason = limits(p, ctx.env.params, ctx.env.devices[0].shared_per_block_optin))
     throw std::invalid_argument("v16: " + *reason);
   const Options o = options_from(ctx.env.params);
-  const kd::LeafPlan plan = kd::plan_leaves(p.n, o.min_leaf);
+  const int min_leaf = leaf_for(o.min_leaf, p.topk);
+  const kd::LeafPlan plan = kd::plan_leaves(p.n, min_leaf);
   const int device = ctx.env.devices[0].ordinal;
   ctx.devices_used = {device};
   cuda::DeviceScope scope(device);
@@ -319,12 +324,13 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                                w > from ? fmt::format("-{}", w + 1) : std::string());
     from = w + 1;
   }
+  if (o.min_leaf == 0) ctx.chosen["leaf"] = std::to_string(min_leaf);  // auto: by topk
   if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
   ctx.path = fmt::format(
       "{}, {} leaves x {} rows ({} padding, minimum leaf {}){}{}, {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
       "leaves per query {:.2f}; {}; {}; active per wave (wave:queries): {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
-      plan.leaf_size, plan.padding(), o.min_leaf, build_sorts,
+      plan.leaf_size, plan.padding(), min_leaf, build_sorts,
       p.self_join ? "" : overlap ? ", the queries copied during the build" : ", the queries copied before the build (overlap=off)",
       o.box ? "box" : "median",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
@@ -345,7 +351,7 @@ std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const Options o = options_from(env.params);
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
-         std::size_t(p.m) * 3 * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, o.min_leaf), p.dim);
+         std::size_t(p.m) * 3 * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, leaf_for(o.min_leaf, p.topk)), p.dim);
 }
 
 knn::VersionDesc describe() {

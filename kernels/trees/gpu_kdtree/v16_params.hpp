@@ -18,7 +18,7 @@ inline bool v16_direct_wanted(const std::string& answers, int topk) {
 inline std::vector<ParamDecl> v16_params() {
   using P = ParamDecl;
   return {
-      P::integer("leaf", 256, 1, 8192, "the minimum leaf size (default 256)", "KNN_V16_LEAF"),
+      P::integer("leaf", 0, 0, 8192, "the minimum leaf size; 0 (default): 128 from topk 32, else 256", "KNN_V16_LEAF"),
       P::choice("test", "box", {"box", "median"}, "a subtree's test against the K-th distance: its box, or its splitting plane",
                 "KNN_V16_TEST"),
       P::flag("sort", true, "each wave's queries sorted by leaf (off: unsorted)", "KNN_V16_SORT"),
