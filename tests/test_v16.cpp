@@ -225,6 +225,27 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Answers,
                            return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param));
                          });
 
+// v16.leaf=0 (the default): 128 from topk 32, 256 below; a set leaf is kept. v16.segment_rows: the
+// build's levels below the root whose nodes hold at most that many rows sort node by node. Case 510
+// (171 075 rows, top-32) then has 1024 leaves of 168 rows and sorts levels 5-9 node by node, as its
+// result's path said on the GPU.
+TEST(V16LeafPlan, MinimumLeafByTopkAndTheBuildsSegmentedLevels) {
+  EXPECT_EQ(kd::leaf_for(0, 1), 256);
+  EXPECT_EQ(kd::leaf_for(0, 31), 256);
+  EXPECT_EQ(kd::leaf_for(0, 32), 128);
+  EXPECT_EQ(kd::leaf_for(0, 64), 128);
+  EXPECT_EQ(kd::leaf_for(64, 32), 64);
+  EXPECT_EQ(kd::leaf_for(300, 5), 300);
+  const kd::LeafPlan cities = kd::plan_leaves(171075, kd::leaf_for(0, 32));
+  EXPECT_EQ(cities.leaves, 1024);
+  EXPECT_EQ(cities.leaf_size, 168);
+  for (int level = 0; level < cities.levels; ++level) {
+    EXPECT_EQ(kd::segmented_level(cities.padded(), level, 8192), level >= 5) << level;
+    EXPECT_FALSE(kd::segmented_level(cities.padded(), level, 0)) << level;  // 0: radix sorts only
+    EXPECT_EQ(kd::segmented_level(cities.padded(), level, 1 << 30), level > 0) << level;  // never the root
+  }
+}
+
 // v16.answers: direct and copy as asked; auto direct from topk 32 (measured: 32 gained, 5 lost).
 TEST(V16Answers, AutoTakesDirectFromTopk32) {
   EXPECT_TRUE(knn::gpu::v16_direct_wanted("direct", 1));

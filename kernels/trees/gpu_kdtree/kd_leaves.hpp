@@ -37,4 +37,15 @@ inline LeafPlan plan_leaves(std::int64_t n, std::int64_t min_leaf) {
   return p;
 }
 
+// The minimum leaf: `knob` where set (> 0), else 128 from topk 32 and 256 below (on an H100, 128 gave
+// 8-23 % on the top-32 cases 200, 510, 512 and 519, and lost 7 % and 17 % on 405 and 409 at topk 5;
+// docs/v16.md).
+inline int leaf_for(int knob, int topk) { return knob > 0 ? knob : topk >= 32 ? 128 : 256; }
+
+// The build's levels whose nodes hold at most segment_rows rows (and more than one node) sort each
+// node on its own (a segmented sort) instead of one radix sort over all rows.
+inline bool segmented_level(std::int64_t padded, int level, std::int64_t segment_rows) {
+  return level > 0 && (padded >> level) <= segment_rows;
+}
+
 }  // namespace knn::kd

@@ -32,11 +32,6 @@ struct DeviceKdTree {
 
 inline int box_pad(int dim) { return (dim + 3) / 4 * 4; }
 
-// Levels whose nodes hold at most segment_rows rows (and more than one node) take the segmented sort.
-inline bool segmented_level(std::int64_t padded, int level, std::int64_t segment_rows) {
-  return level > 0 && (padded >> level) <= segment_rows;
-}
-
 // Enqueues the build of the tree of n device rows (row-major n x dim) on `stream`. A level whose nodes
 // hold at most segment_rows rows sorts each node as a segment of its own (cub::DeviceSegmentedSort
 // of the coordinates) instead of one radix sort of (node, coordinate) keys over all rows (0: never).

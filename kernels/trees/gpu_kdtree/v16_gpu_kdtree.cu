@@ -61,7 +61,7 @@ constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of
 constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
 
 struct Options {
-  int min_leaf = 0, stage_kib = 0;  // min_leaf 0: by topk (leaf_for)
+  int min_leaf = 0, stage_kib = 0;  // min_leaf 0: by topk (kd::leaf_for)
   bool box = true, sort = true, final_steps = true;
   int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
   int tail = 16;  // the last kernel takes over below tail x leaves active queries
@@ -73,10 +73,6 @@ struct Options {
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string source;  // the parameters the user set, " name=value" each
 };
-
-// The minimum leaf: the knob's, else 128 from topk 32 and 256 below (on an H100, 128 gave 8-23 % on the
-// top-32 cases 200, 510, 512 and 519, and lost 7 % and 17 % on 405 and 409 at topk 5; docs/v16.md).
-int leaf_for(int knob, int topk) { return knob > 0 ? knob : topk >= 32 ? 128 : 256; }
 
 Options options_from(const knn::ParamValues& v) {
   Options o;
@@ -166,7 +162,7 @@ std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues&
   if (p.dim > kMaxDim) return fmt::format("k = {} over v16's limit of {}", p.dim, kMaxDim);
   if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: a kd-tree needs at least one point", p.m, p.n);
   const Options o = options_from(params);
-  const kd::LeafPlan plan = kd::plan_leaves(p.n, leaf_for(o.min_leaf, p.topk));
+  const kd::LeafPlan plan = kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk));
   const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim);
   if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
   return std::nullopt;
@@ -177,7 +173,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (auto reason = limits(p, ctx.env.params, ctx.env.devices[0].shared_per_block_optin))
     throw std::invalid_argument("v16: " + *reason);
   const Options o = options_from(ctx.env.params);
-  const int min_leaf = leaf_for(o.min_leaf, p.topk);
+  const int min_leaf = kd::leaf_for(o.min_leaf, p.topk);
   const kd::LeafPlan plan = kd::plan_leaves(p.n, min_leaf);
   const int device = ctx.env.devices[0].ordinal;
   ctx.devices_used = {device};
@@ -351,7 +347,7 @@ std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const Options o = options_from(env.params);
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
-         std::size_t(p.m) * 3 * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, leaf_for(o.min_leaf, p.topk)), p.dim);
+         std::size_t(p.m) * 3 * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim);
 }
 
 knn::VersionDesc describe() {
