@@ -28,6 +28,7 @@
 #include "kernels/bruteforce/engine.hpp"
 #include "kernels/bruteforce/detail/filters/tc_filter.hpp"
 #include "kernels/bruteforce/detail/filters/tc_tile.hpp"
+#include "kernels/bruteforce/detail/grid/query_grid.hpp"
 #include "kernels/bruteforce/detail/int8/exact_int8.hpp"
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 #include "kernels/bruteforce/detail/seed/scan_seed.hpp"
@@ -88,6 +89,9 @@ struct V15Case {
   // The tile filter: v15.tc_tile ("" leaves the default) and whether it must run.
   std::string tc_tile = "";
   bool expect_tile = false;
+  // The query grid: v15.grid ("" runs the case with it off) and whether it must run.
+  std::string grid = "";
+  bool expect_grid = false;
   std::string name() const {
     return fmt::format("{}k{}_m{}_n{}_topk{}_{}{}{}{}{}{}{}{}{}{}", self_join ? "self_" : "", dim, m, n, topk, to_string(dist),
                        dist == Distribution::integers ? fmt::format("{}", integer_max) : std::string(),
@@ -101,7 +105,7 @@ struct V15Case {
            (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance) +
            (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks) +
            (tc_tile.empty() ? "" : "_tile" + tc_tile) + (host_keys.empty() ? "" : "_hostkeys" + host_keys) +
-           (int8_ramp.empty() ? "" : "_ramp" + int8_ramp);
+           (int8_ramp.empty() ? "" : "_ramp" + int8_ramp) + (grid.empty() ? "" : "_grid" + grid);
   }
 };
 
@@ -539,7 +543,7 @@ struct Points {
     }
     problem = Problem{c.dim, c.m, c.n, c.topk, c.self_join ? references.data() : queries.data(), references.data(),
                       c.self_join};
-    if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty() || !c.collect.empty() || !c.tc_tile.empty())
+    if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty() || !c.collect.empty() || !c.tc_tile.empty() || !c.grid.empty())
       problem.values = examine_values(queries.data(), queries.size(), references.data(), references.size());
   }
 };
@@ -565,7 +569,9 @@ std::string check_against_v0(const V15Case& c) {
   Environment env;
   env.devices = {discovery().devices[0]};
   // Whole numbers would take the int8 path first: the filter's cases keep it off.
-  std::map<std::string, std::string> set{{"int8", c.int8.empty() && !(c.tc.empty() && c.f32.empty() && c.tc_tile.empty()) ? "off" : c.int8}};
+  std::map<std::string, std::string> set{
+      {"int8", c.int8.empty() && !(c.tc.empty() && c.f32.empty() && c.tc_tile.empty() && c.grid.empty()) ? "off" : c.int8},
+      {"grid", c.grid.empty() ? "off" : c.grid}};
   for (const auto& [name, value] :
        {std::pair<const char*, const std::string&>{"tc", c.tc}, {"fp32_filter", c.f32}, {"fp32_queries", c.f32_queries},
         {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
@@ -594,6 +600,9 @@ std::string check_against_v0(const V15Case& c) {
   const bool int8 = ctx.path.find("exact integer path") != std::string::npos;
   EXPECT_EQ(int8, !c.int8.empty()) << c.name() << ": the int8 path " << (int8 ? "ran" : "did not run") << ": " << ctx.path;
   const bool tc = ctx.path.find("tensor-core filter:") != std::string::npos;
+  if (!c.grid.empty())
+    EXPECT_EQ(ctx.path.rfind("query grid:", 0) == 0, c.expect_grid)
+        << c.name() << ": the query grid " << (c.expect_grid ? "did not run" : "ran") << ": " << ctx.path;
   if (!c.tc_tile.empty())
     EXPECT_EQ(ctx.path.rfind("tile filter:", 0) == 0, c.expect_tile)
         << c.name() << ": the tile filter " << (c.expect_tile ? "did not run" : "ran") << ": " << ctx.path;
@@ -781,6 +790,54 @@ std::vector<V15Case> tile_cases() {
   return out;
 }
 
+// The query grid (kernels/bruteforce/detail/grid/query_grid.hpp), forced on: k 1..3, topk 1..32, one
+// query to 2048 (every cell count up to 512), fewer rows than topk, one row, ties everywhere
+// (whole numbers, duplicates, every value equal: flat dimensions), clusters, values far from 0, whole
+// numbers up to 10^6, several chunks; the automatic rule on both sides and where it does not apply.
+std::vector<V15Case> grid_cases() {
+  std::vector<V15Case> out;
+  const auto add = [&](int dim, int m, int n, int topk, Distribution dist = Distribution::uniform,
+                       std::uint32_t integer_max = kDefaultIntegerMax, float offset = 0.f, int checked_rows = 0,
+                       std::string mode = "on", bool expect = true, bool self_join = false) {
+    V15Case c = make(dim, m, n, topk, self_join, dist, integer_max, checked_rows);
+    c.grid = std::move(mode);
+    c.expect_grid = expect;
+    c.offset = offset;
+    out.push_back(c);
+  };
+  for (int dim : {1, 2, 3})
+    for (int topk : {1, 2, 5, 32}) add(dim, 600, 5003, topk);
+  for (int m : {1, 2, 7, 63, 129, 1024, 2048}) add(3, m, 20011, 1);
+  for (int m : {2, 50, 1025}) add(2, m, 20011, 4);
+  for (int n : {1, 2, 3, 7, 100}) {
+    add(2, 70, n, 1);
+    add(3, 70, n, 5);
+  }
+  for (int dim : {2, 3})
+    for (int topk : {1, 8}) {
+      add(dim, 300, 20011, topk, Distribution::integers, 4);
+      add(dim, 300, 20011, topk, Distribution::duplicates);
+      add(dim, 300, 20011, topk, Distribution::clusters);
+      add(dim, 300, 20011, topk, Distribution::uniform, kDefaultIntegerMax, 6400.f);
+      add(dim, 300, 20011, topk, Distribution::integers, 1000000);
+      add(dim, 300, 20011, topk, Distribution::integers, 1);  // every value 0: one cell, every distance ties
+    }
+  add(1, 300, 20011, 3, Distribution::integers, 10);
+  add(3, 1024, (1 << 20) + 3, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 61);                 // case 10's shape
+  add(3, 1024, (1 << 20) + 3, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "auto", false);  // auto: not at k 3
+  add(2, 257, (1 << 19) + 1, 4, Distribution::clusters, kDefaultIntegerMax, 0.f, 41);                // several chunks
+  add(3, 2048, (1 << 19) + 5, 1, Distribution::integers, 10, 0.f, 41);
+  for (int dim : {1, 2}) add(dim, gpu::kGridMinQueries, gpu::kGridMinRows, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "auto", true);
+  add(2, gpu::kGridMinQueries - 1, gpu::kGridMinRows, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "auto", false);
+  add(2, gpu::kGridMinQueries, gpu::kGridMinRows - 1, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "auto", false);
+  add(2, gpu::kGridMinQueries, gpu::kGridMinRows, 2, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "auto", false);
+  add(4, 600, 5003, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);   // k over 3
+  add(3, 600, 5003, 33, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // topk over 32
+  add(3, 2049, 5003, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // m over 2048
+  add(3, 0, 5003, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false, true);  // a self-join
+  return out;
+}
+
 class GpuV15 : public ::testing::TestWithParam<V15Case> {};
 
 TEST_P(GpuV15, MatchesV0) {
@@ -807,6 +864,8 @@ INSTANTIATE_TEST_SUITE_P(GpuSeed, GpuV15, ::testing::ValuesIn(seed_cases()),
 INSTANTIATE_TEST_SUITE_P(GpuCollect, GpuV15, ::testing::ValuesIn(collect_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuTile, GpuV15, ::testing::ValuesIn(tile_cases()),
+                         [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
+INSTANTIATE_TEST_SUITE_P(GpuGrid, GpuV15, ::testing::ValuesIn(grid_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
 INSTANTIATE_TEST_SUITE_P(GpuOneStream, GpuV15, ::testing::ValuesIn(one_stream_cases()),
                          [](const ::testing::TestParamInfo<V15Case>& i) { return i.param.name(); });
@@ -1439,6 +1498,76 @@ TEST(V15TilePlan, TakenOnlyWhereItApplies) {
   EXPECT_NE(plan(Mode::on).why.find("scale"), std::string::npos);
   p.values.finite = false;
   EXPECT_EQ(plan(Mode::on).why, "not every value is finite");
+}
+
+// The query grid's rule (v15.grid): no self-join, examined finite values, k <= 3, topk <= 32, m <= 2048;
+// auto adds topk 1, k <= 2, m >= 1024, n >= 2^20. Cells: the largest side whose power k is at most m / 2 and 512.
+// Chunks: 256 KiB first (one chunk up to 512 KiB), doubling to 4 MiB, 4 MiB ones, then the last halved down to at most 2 MiB, every
+// row once, in order.
+TEST(V15GridPlan, TakenOnlyWhereItAppliesWithItsCellsAndChunks) {
+  std::vector<float> points(3 * 1000, 0.5f);
+  Problem p{3, 1024, 1 << 20, 1, points.data(), points.data()};
+  EXPECT_EQ(gpu::plan_grid(p, Mode::automatic).why, "values not examined, or not all finite");
+  p.values = ValueTraits{true, false, 0.f, 1.f, true};
+  EXPECT_EQ(gpu::plan_grid(p, Mode::automatic).why, "auto: k = 3 over 2 (slower at k 3 on an H100)");
+  for (int dim : {1, 2}) {
+    p.dim = dim;
+    EXPECT_TRUE(gpu::plan_grid(p, Mode::automatic).chosen) << dim;
+  }
+  p.dim = 3;
+  gpu::GridPlan g = gpu::plan_grid(p, Mode::on);
+  ASSERT_TRUE(g.chosen) << g.why;
+  EXPECT_EQ(g.side, 8);  // 8^3 = 512 = 1024 / 2
+  EXPECT_EQ(g.cells, 512);
+  // case 10's 12 MiB: 0.25, 0.5, 1, 2 and 4 MiB, then the 4.25 MiB left halved twice
+  const std::vector<double> mib = {0.25, 0.5, 1, 2, 4, 2.125, 1.0625, 1.0625};
+  ASSERT_EQ(g.chunks(), int(mib.size()));
+  for (int c = 0; c < g.chunks(); ++c)
+    EXPECT_NEAR(double(g.chunk_rows[c + 1] - g.chunk_rows[c]) * 12 / (1 << 20), mib[c], 2e-4) << c;
+  for (int n : {1, 2, 5, 21845, 21846, 65537, 1 << 18, 5000011})
+    for (std::size_t row_bytes : {4, 8, 12}) {
+      const std::vector<int> rows = gpu::grid_chunks(n, row_bytes);
+      ASSERT_GE(rows.size(), 2u);
+      EXPECT_EQ(rows.front(), 0);
+      EXPECT_EQ(rows.back(), n);
+      for (std::size_t c = 0; c + 1 < rows.size(); ++c) {
+        EXPECT_LT(rows[c], rows[c + 1]) << n;
+        EXPECT_LE(std::size_t(rows[c + 1] - rows[c]) * row_bytes, gpu::kGridChunkBytes + gpu::kGridChunkBytes / 8 + row_bytes) << n;
+      }
+      if (std::size_t(n) * row_bytes <= 2 * gpu::kGridFirstChunkBytes) {
+        EXPECT_EQ(rows.size(), 2u) << n;
+      } else {
+        EXPECT_LE(std::size_t(rows[1]) * row_bytes, gpu::kGridFirstChunkBytes) << n;
+        EXPECT_LE(std::size_t(rows.back() - rows[rows.size() - 2]) * row_bytes, 2 * gpu::kGridLastChunkBytes) << n;
+      }
+    }
+  EXPECT_EQ(gpu::grid_side(1, 3), 1);
+  EXPECT_EQ(gpu::grid_side(15, 3), 1);
+  EXPECT_EQ(gpu::grid_side(16, 3), 2);
+  EXPECT_EQ(gpu::grid_side(2048, 3), 8);  // capped at 512 cells
+  EXPECT_EQ(gpu::grid_side(2048, 2), 22);
+  EXPECT_EQ(gpu::grid_side(2048, 1), 512);
+  EXPECT_EQ(gpu::grid_side(300, 2), 12);
+  EXPECT_EQ(gpu::plan_grid(p, Mode::off).why, "grid=off");
+  p.dim = 2, p.m = gpu::kGridMinQueries - 1;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::automatic).why, "auto: m = 1023 under 1024");
+  EXPECT_TRUE(gpu::plan_grid(p, Mode::on).chosen);
+  p.m = 1024, p.n = gpu::kGridMinRows - 1;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::automatic).why, "auto: n = 1048575 under 2^20");
+  EXPECT_TRUE(gpu::plan_grid(p, Mode::on).chosen);
+  p.n = 1 << 20, p.topk = 2;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::automatic).why, "auto: topk 1 only");
+  EXPECT_TRUE(gpu::plan_grid(p, Mode::on).chosen);
+  p.topk = 33;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "topk 33 over 32");
+  p.topk = 1, p.m = 2049;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "m = 2049 over 2048");
+  p.m = 1024, p.dim = 4;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "k = 4 over 3");
+  p.dim = 3, p.self_join = true;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "a self-join");
+  p.self_join = false, p.values.finite = false;
+  EXPECT_FALSE(gpu::plan_grid(p, Mode::on).chosen);
 }
 
 // fp16 rounding to nearest (11 significant bits; below 2^-14 a fixed spacing of 2^-24), as

@@ -20,6 +20,9 @@ std::vector<ParamDecl> engine_params() {
       P::mode("tc_tile",
               "the tile filter: the tensor-core filter's scores as fp16 products of 16 dimensions for many queries (k <= 16, topk <= 16); "
               "auto: k >= 5, m >= 2^19, n >= 2^17"),
+      P::mode("grid",
+              "the query grid: few queries (m <= 2048, k <= 3, topk <= 32) sorted into cells, each row meeting only the cells their "
+              "bounds reach; auto: topk 1, k <= 2, m >= 1024, n >= 2^20"),
       P::flag("shared_lists", true, "the tensor-core filter's topk > 1 lists in shared memory where they fit (off: global memory)",
               "KNN_V15_SHARED_LISTS"),
       P::mode("fp32_filter", "the fp32 filter on CUDA cores (topk 1, k <= 7); auto: k >= 2, m >= 32, n >= 2^20", "KNN_V15_FP32_FILTER"),
@@ -58,7 +61,7 @@ EngineSettings settings_from(const ParamValues& v) {
   EngineSettings s;
   s.int8 = v.mode("int8"), s.int8_chunks = v.text("int8_chunks") == "auto" ? 0 : int(v.integer("int8_chunks"));
   s.int8_ramp = v.on("int8_ramp");
-  s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.tc_tile = v.mode("tc_tile"), s.shared_lists = v.on("shared_lists");
+  s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.tc_tile = v.mode("tc_tile"), s.grid = v.mode("grid"), s.shared_lists = v.on("shared_lists");
   s.fp32_filter = v.mode("fp32_filter"), s.fp32_queries = int(v.integer("fp32_queries")), s.fp32_stage = v.mode("fp32_stage");
   s.seed = v.mode("seed"), s.collect = v.mode("collect");
   s.collect_queries = v.text("collect_queries") == "auto" ? 0 : int(v.integer("collect_queries"));

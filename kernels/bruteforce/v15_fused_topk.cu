@@ -9,7 +9,8 @@
 // the tensor-core filter (detail/filters/tc_filter.hpp): TF32 scores with a proven bound pick the rows whose
 // exact distance is computed, the answers are the scan's; its fp16 tile kernel for many queries
 // (detail/filters/tc_tile.hpp); the same filter on CUDA cores below 8 dimensions (detail/filters/fp32_filter.cuh);
-// seeded bounds and candidate buffers for joins of many queries (detail/seed/).
+// seeded bounds and candidate buffers for joins of many queries (detail/seed/); a grid of few queries in 1-3
+// dimensions that each row meets only where their bounds reach (detail/grid/query_grid.hpp).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -36,6 +37,7 @@
 #include "kernels/bruteforce/detail/filters/tc_filter.cuh"
 #include "kernels/bruteforce/detail/filters/tc_filter.hpp"
 #include "kernels/bruteforce/detail/filters/tc_tile.hpp"
+#include "kernels/bruteforce/detail/grid/query_grid.hpp"
 #include "kernels/bruteforce/detail/scan/topk_merge.hpp"
 
 namespace {
@@ -67,10 +69,8 @@ void note(knn::RunContext& ctx, const char* name, Mode mode, bool taken) {
   if (mode == Mode::automatic) ctx.chosen[name] = taken ? "on" : "off";
 }
 
-// The bytes of dynamic shared memory the tensor-core filter's kernel takes for its block's lists:
-// topk > 1 with one split (each block owns its queries), v15.shared_lists on, and the
-// kernel's static shared memory plus the lists within the device's limit per block (99 KB on
-// some 8.x devices); otherwise 0 and the lists stay in global memory.
+// The tensor-core filter's dynamic shared memory for its block's lists: topk > 1, one split, v15.shared_lists
+// on, and its static shared memory plus the lists within the device's limit per block; else 0 (global memory).
 std::size_t shared_list_bytes(const gpu::TcPlan& tc, int topk, Kernel kernel, int device, bool shared_lists) {
   if (!tc.chosen || topk < 2 || tc.splits != 1 || !shared_lists) return 0;
   const std::size_t bytes = std::size_t(gpu::kTcBlockQueries) * topk * sizeof(unsigned long long);
@@ -118,8 +118,7 @@ gpu::SeedPlan seed_plan(const knn::Problem& p, const gpu::EngineSettings& s, con
   return filter ? gpu::SeedPlan{false, 0, "a filter runs"} : gpu::plan_seed(p.m, p.n, p.dim, p.topk, plan.chunks(), s.seed);
 }
 
-// The seed's candidate buffers (kernels/bruteforce/detail/seed/seed_collect.hpp) on the device `info`,
-// with scores where the values' range is known (gpu::plan_collect_scoring).
+// The seed's candidate buffers (detail/seed/seed_collect.hpp) on `info`, scored where the values' range is known.
 gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::EngineSettings& s, const gpu::SeedPlan& seed,
                               const knn::DeviceInfo& info) {
   gpu::CollectPlan c =
@@ -128,8 +127,7 @@ gpu::CollectPlan collect_plan(const knn::Problem& p, const gpu::EngineSettings& 
   return c;
 }
 
-// Partial lists go through the merge unless each query has exactly one (written in place) or
-// topk = 1 (atomicMin'd keys).
+// Partial lists go through the merge unless each query has exactly one (written in place) or topk = 1 (atomicMin).
 bool needs_merge(const gpu::ScanPlan& plan, List l) { return l != List::one && plan.partials() > 1; }
 
 std::size_t heap_slots(const gpu::ScanPlan& plan, List l, int topk) {
@@ -150,6 +148,9 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const gpu::TilePlan tile = gpu::plan_tile(p, s.tc, s.tc_tile, info.cc_major);
   note(ctx, "tc_tile", s.tc_tile, tile.chosen);
   if (tile.chosen) return gpu::tile_search(p, tile, out, ctx);
+  const gpu::GridPlan grid = gpu::plan_grid(p, s.grid);
+  note(ctx, "grid", s.grid, grid.chosen);
+  if (grid.chosen) return gpu::grid_search(p, grid, out, ctx);
   const List list = list_for(p.topk);
   const Kernel tc_kernel = pick_filter(p.dim, s.tc_split);
   const int tc_per_sm =
@@ -239,8 +240,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::Event search_start;
   std::vector<cuda::Event> copied(chunks);
   start.record(copy);
-  // The keys' and the count's initial values are set on the search stream, while the copy stream
-  // starts uploading at once (after `start`, which orders the buffers' allocation before them).
+  // The keys and the count are set on the search stream while the copy stream uploads (after `start`).
   KNN_CUDA_TRY(cudaStreamWaitEvent(search, start.get(), 0));
   if (key_slots > 0) gpu::fill_worst_keys(best, (long long)key_slots, search);
   if (filter) KNN_CUDA_TRY(cudaMemsetAsync(candidates, 0, sizeof(unsigned long long), search));
@@ -341,6 +341,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
   if (const gpu::TilePlan t = gpu::plan_tile(p, s.tc, s.tc_tile, env.devices.empty() ? 0 : env.devices[0].cc_major); t.chosen)
     return gpu::tile_device_bytes(p, t);
+  if (const gpu::GridPlan g = gpu::plan_grid(p, s.grid); g.chosen) return gpu::grid_device_bytes(p, g);
   const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
   const bool first = buffers_first(p, s);
