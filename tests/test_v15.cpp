@@ -1562,6 +1562,9 @@ TEST(V15GridPlan, TakenOnlyWhereItAppliesWithItsCellsAndChunks) {
   EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "topk 33 over 32");
   p.topk = 1, p.m = 2049;
   EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "m = 2049 over 2048");
+  p.m = 1024, p.n = gpu::kGridMaxRows + 1;
+  EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "n = 2147418112 over 2^31 - 2^16 (the kernels' int rows)");
+  p.n = 1 << 20;
   p.m = 1024, p.dim = 4;
   EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "k = 4 over 3");
   p.dim = 3, p.self_join = true;

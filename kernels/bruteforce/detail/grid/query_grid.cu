@@ -25,7 +25,7 @@ using grid::GridArgs, grid::Header, grid::kBuildBlock, grid::kFirstSlices;
 std::size_t grid_device_bytes(const Problem& p, const GridPlan& plan) {
   return p.reference_floats() * sizeof(float) + p.query_floats() * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
          std::size_t(p.m) * (sizeof(float4) + p.topk * sizeof(unsigned long long)) + std::size_t(plan.cells + 1) * sizeof(int) +
-         std::size_t(plan.cells) * 2 * p.dim * sizeof(float) + sizeof(Header) + sizeof(unsigned long long) + std::size_t(p.m) * sizeof(float) +
+         std::size_t(plan.cells) * 2 * p.dim * sizeof(float) + sizeof(Header) + 2 * sizeof(unsigned long long) + std::size_t(p.m) * sizeof(float) +
          std::size_t(plan.cells) * (sizeof(float) + 3 * p.dim * sizeof(int)) +
          (p.topk > 1 ? PartialMerge::device_bytes(p.m, p.topk) : 0);
 }
@@ -51,7 +51,7 @@ void grid_search(const Problem& p, const GridPlan& plan, Neighbors out, RunConte
   std::unique_ptr<PartialMerge> merger;
   if (p.topk > 1) merger = std::make_unique<PartialMerge>(p.m, p.topk, p.topk, copy, false);
   // Destroyed before the buffers: on an exception, the search's kernels end before the copy stream frees what they read.
-  const cuda::JoinOnUnwind join(search);
+  const cuda::JoinOnUnwind join(search), join_copy(copy);
 
   GridArgs a{};
   a.queries = queries.data(), a.references = references.data();
@@ -105,9 +105,9 @@ void grid_search(const Problem& p, const GridPlan& plan, Neighbors out, RunConte
   done.record(copy);
   unsigned long long counts[2] = {0, 0};  // after the last timed event: no part of the answer
   KNN_CUDA_TRY(cudaMemcpyAsync(counts, counted.data(), sizeof counts, cudaMemcpyDeviceToHost, copy));
+  copy.synchronize();
   const unsigned long long exact_count = counts[0];
   const long long searched_rows = p.n - (p.topk == 1 ? plan.chunk_rows[1] : 0);
-  copy.synchronize();
 
   report_chunk_phases(ctx.timing, start, copied[chunks - 1], search_start, searched, merged, done);
   ctx.path = fmt::format(

@@ -6,7 +6,7 @@
 // it. A row then meets only the queries of those cells whose box lies within their bound. The rest of
 // a chunk's work per row is a few box tests, so the search of a chunk can take a fraction of its copy
 // and the call follow the copy (case 10: 1024 × 2^20, k 3). Exact: a pruned query's exact distance exceeds its bound (the box's distance is summed with
-// the same roundings and is no larger, query_grid.cu says why), and every offered key is the fused
+// the same roundings and is no larger, query_grid_kernels.cuh says why), and every offered key is the fused
 // scan's (the same exact fp32 distance, the same key order), so the answers are the scan's, bit for
 // bit. The plan is host code, tested on the CPU.
 #include <algorithm>
@@ -25,6 +25,7 @@ namespace knn::gpu {
 inline constexpr int kGridMaxDim = 3;
 inline constexpr int kGridMaxQueries = 2048;  // measured up to 2048 (cells grow to 512 from 1024 queries)
 inline constexpr int kGridMaxTopk = 32;
+inline constexpr int kGridMaxRows = 0x7fffffff - 65536;  // a thread's rows run past n by at most a block's
 inline constexpr int kGridMaxCells = 512;     // about 2 queries a cell
 inline constexpr int kGridBlock = 256;
 inline constexpr int kGridRowsPerThread = 2;  // rows of a chunk per thread of a search block (more warps hide its latencies)
@@ -94,6 +95,7 @@ inline GridPlan plan_grid(const Problem& p, Mode mode) {
   if (p.dim > kGridMaxDim) return no(fmt::format("k = {} over {}", p.dim, kGridMaxDim));
   if (p.topk > kGridMaxTopk) return no(fmt::format("topk {} over {}", p.topk, kGridMaxTopk));
   if (p.m > kGridMaxQueries) return no(fmt::format("m = {} over {}", p.m, kGridMaxQueries));
+  if (p.n > kGridMaxRows) return no(fmt::format("n = {} over 2^31 - 2^16 (the kernels' int rows)", p.n));
   if (mode == Mode::automatic) {
     if (p.topk != 1) return no("auto: topk 1 only");
     if (p.dim > kGridAutoMaxDim) return no(fmt::format("auto: k = {} over {} (slower at k 3 on an H100)", p.dim, kGridAutoMaxDim));

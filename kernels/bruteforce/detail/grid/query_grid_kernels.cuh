@@ -9,9 +9,10 @@
 // Why nothing is lost. For a row r and a query q of cell c with exact distance d = exact_distance(q, r)
 // ≤ b ≤ b_c:
 // - The ranges. d is summed from e_t = fl(q_t − r_t) by a product and fused multiply-adds of
-//   non-negative terms, each rounding monotone, so d ≥ fl(e_t²) and |e_t| ≤ √b_c·(1 + 2^-22); the true
-//   |q_t − r_t| is then below R_c = fl↑(fl↑(√b_c)·1.0001) + 10^-30 (the last for subnormal
-//   differences). So lo_t − R_c ≤ r_t ≤ hi_t + R_c for the box [lo, hi] of c, and fl(lo_t − R_c),
+//   non-negative terms, each rounding monotone, so d ≥ fl(e_t²), and e_t² ≤ b_c·(1 + 2^-23) + 2^-149
+//   (the relative rounding, and the absolute one of a square below the normal range, which may even
+//   round to 0). A difference that rounds into the subnormal range is exact, so the true |q_t − r_t|
+//   is at most |e_t|·(1 + 2^-24), below R_c = fl↑(fl↑(√fl↑(b_c + 2^-148))·1.0001). So lo_t − R_c ≤ r_t ≤ hi_t + R_c for the box [lo, hi] of c, and fl(lo_t − R_c),
 //   fl(hi_t + R_c) (rounded to nearest, r_t a float) stay on their sides of r_t. The cell of a value,
 //   floor(fl(fl(x − lo)·inv)) clamped to the grid, never decreases as x grows, so r's cell lies
 //   within the widened range of c, and c within g's range.
@@ -148,7 +149,7 @@ __device__ __forceinline__ float gap(float x, float lo, float hi) {
 }
 
 // R ≥ the largest |q_t − r_t| of a pair whose exact distance is at most b (the top of this file).
-__device__ __forceinline__ float reach_of(float b) { return __fadd_ru(__fmul_ru(__fsqrt_ru(b), 1.0001f), 1e-30f); }
+__device__ __forceinline__ float reach_of(float b) { return __fmul_ru(__fsqrt_ru(__fadd_ru(b, 0x1p-148f)), 1.0001f); }
 
 // Before each chunk, one block: each query's bound by its position in `sorted`, each cell's largest,
 // and each cell's box widened by its reach as a range of cells per dimension (`widened`: from, then to,
