@@ -91,9 +91,13 @@ std::pair<double, std::string> widest_spread(const std::vector<std::vector<knn::
 }
 
 // One attempt: nine processes, then the verdicts. Returns what went wrong (empty: all as promised);
-// `spread` gets the widest spread of one side's three processes (widest_spread).
-std::vector<std::string> attempt(const std::string& d, std::vector<knn::ResultsDocument>& a, std::pair<double, std::string>& spread) {
+// `spread` gets the widest spread of one side's three processes (widest_spread); `drift_only` whether
+// every problem was a HOST DRIFT verdict of original against slowed (the canary moved beyond the
+// threshold between the sides, so compare withheld the verdict, as it is meant to).
+std::vector<std::string> attempt(const std::string& d, std::vector<knn::ResultsDocument>& a, std::pair<double, std::string>& spread,
+                                 bool& drift_only) {
   std::vector<std::string> problems;
+  drift_only = false;
   std::vector<knn::ResultsDocument> b, s;
   a.clear();
   // A Latin square of orders: each side runs once first, once second and once third, so that an
@@ -115,6 +119,8 @@ std::vector<std::string> attempt(const std::string& d, std::vector<knn::ResultsD
       if (p.verdict != knn::Verdict::same) problems.push_back(fmt::format("original against original, case {}: {}\n{}", p.case_id, knn::to_string(p.verdict), describe(rep)));
     if (rep.exit_code() != 0) problems.push_back(fmt::format("original against original: exit code {}", rep.exit_code()));
   }
+  const bool originals_same = problems.empty();
+  bool all_drift = true;  // every wrong verdict of original against slowed is HOST DRIFT
   // The slowed side's t7 records slowdown=10, the original's 0: paired anyway (--ignore-params).
   knn::CompareOptions across_params;
   across_params.ignore_params = true;
@@ -125,11 +131,14 @@ std::vector<std::string> attempt(const std::string& d, std::vector<knn::ResultsD
     for (const auto& p : rep.pairs) {
       if (p.a_median_ms < 1.0) continue;  // the promise holds from 1 ms
       ++judged;
-      if (p.verdict != knn::Verdict::slower)
+      if (p.verdict != knn::Verdict::slower) {
+        all_drift = all_drift && p.verdict == knn::Verdict::host_drift;
         problems.push_back(fmt::format("original against slowed, case {}: {}\n{}", p.case_id, knn::to_string(p.verdict), describe(rep)));
+      }
     }
-    if (judged < 2) problems.push_back("cases under 1 ms on this machine: the test would check little\n" + describe(rep));
+    if (judged < 2) all_drift = false, problems.push_back("cases under 1 ms on this machine: the test would check little\n" + describe(rep));
   }
+  drift_only = originals_same && all_drift && !problems.empty();
   return problems;
 }
 
@@ -144,11 +153,12 @@ TEST(Verdicts, SameBinaryTwiceIsSameAndTenPercentMoreWorkIsSlower) {
   const std::string d = dir.string();
   std::vector<knn::ResultsDocument> a;
   std::pair<double, std::string> spread1, spread2;
-  std::vector<std::string> problems = attempt(d, a, spread1);
+  bool drift1 = false, drift2 = false;
+  std::vector<std::string> problems = attempt(d, a, spread1, drift1);
   if (!problems.empty()) {
     std::cout << "attempt 1 broke the promise (repeated once):\n";
     for (const auto& p : problems) std::cout << p << "\n";
-    problems = attempt(d, a, spread2);
+    problems = attempt(d, a, spread2, drift2);
   }
   // A host whose speed jumps between processes (the same binary and settings 1.5-2x apart from one
   // process to the next, as docs/measurement.md describes), or within one (its canary's max/min over
@@ -160,6 +170,15 @@ TEST(Verdicts, SameBinaryTwiceIsSameAndTenPercentMoreWorkIsSlower) {
     GTEST_SKIP() << fmt::format("host speed jumps between processes (widest: {}; {:.2f}x, then {:.2f}x in the repeat: {}): "
                                 "verdicts between separate runs need a steady host",
                                 spread1.second, spread1.first, spread2.first, spread2.second);
+  // A host whose canary (one thread's loop and one memory read) moves beyond the 5 % threshold between
+  // the sides in both attempts: compare then withholds its verdict on these host-bound results (HOST
+  // DRIFT, the product's answer), so the promise cannot be checked here. Only HOST DRIFT verdicts of
+  // original against slowed qualify; any other wrong verdict fails. (A 2-core VM saw the memory read
+  // 1.05-1.19x as long in the slowed runs, every attempt of one day.)
+  if (!problems.empty() && drift1 && drift2)
+    GTEST_SKIP() << "the host canary moved beyond the threshold between the sides in both attempts (HOST DRIFT on every case): "
+                    "verdicts between separate runs need a steady host; attempt 2's report:\n"
+                 << problems.front();
   for (const auto& p : problems) ADD_FAILURE() << "attempt 2: " << p;
   // The command line: a run against itself exits 0 (nothing SLOWER).
   const std::string cmd = fmt::format("'{}' compare '{}' '{}' > /dev/null", KNN_BINARY, a[0].file, a[0].file);
