@@ -143,7 +143,9 @@ __global__ void __launch_bounds__(kBuildBlock) build_kernel(GridArgs a) {
   }
 }
 
-// The gap from x to [lo, hi] (0 inside), rounded as the distance's difference would be.
+// The gap from x to [lo, hi] (0 inside), rounded as the distance's difference would be. (Not
+// exact::add_gap_square: that sums with v0's separate products, this one with tc::exact_distance's
+// fused multiply-adds, as the box test's argument needs.)
 __device__ __forceinline__ float gap(float x, float lo, float hi) {
   return x < lo ? __fsub_rn(lo, x) : x > hi ? __fsub_rn(x, hi) : 0.f;
 }
