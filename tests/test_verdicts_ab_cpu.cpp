@@ -5,8 +5,9 @@
 // SLOWER. It runs alone (a Verdicts* test: RUN_SERIAL in tests/CMakeLists.txt; the sanitizer job
 // of .ci/run leaves it out), in about a minute on a 2-core machine.
 //
-// Where a row misses its expectation and one side's processes spread by more than 1.3x (max/min),
-// this host's processes cannot show a 5 % effect with 8 per side: the test skips, naming the rows.
+// An attempt that misses is repeated once. Where the repeat misses only because a verdict was withheld
+// (modes) or one side's processes spread by more than 1.3x (max/min), this host's processes cannot
+// show a 5 % effect with 8 per side: the test skips, naming the rows. A wrong verdict in the repeat fails.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -52,23 +53,29 @@ std::vector<std::string> cpu_versions() {
   return out;
 }
 
-}  // namespace
+// One attempt: 8 processes a side, then the verdicts. Rows that miss their expectation go to `wrong`,
+// or to `withheld` where the verdict was withheld ("too few samples": the sides' processes fell into
+// modes with too few of them in common) or one side's processes spread by more than 1.3x (max/min):
+// such a host cannot show a 5 % effect with 8 processes a side.
+struct Attempt {
+  std::vector<std::string> wrong, withheld;
+  std::string out;
+  std::filesystem::path dir;
+};
 
-TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
-  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
-  const std::vector<std::string> versions = cpu_versions();
-  ASSERT_FALSE(versions.empty()) << "no CPU version in --list";
-  std::string list = "t7";
-  for (const auto& v : versions) list += "," + v;
-
-  const auto dir = knn::testing::experiment_folder("knn_verdicts_ab_cpu", kMatrix);
-  const std::string json = (dir / "ab.json").string();
+Attempt run_attempt(const std::string& list) {
+  Attempt at;
+  at.dir = knn::testing::experiment_folder("knn_verdicts_ab_cpu", kMatrix);
+  const std::string json = (at.dir / "ab.json").string();
   const auto r = knn::testing::run(KNN_TEST_BINARY, fmt::format("ab --a-param t7.slowdown=0 --b-param t7.slowdown=20 --version {} --config '{}' "
                                                                 "--processes 8 --min-time 0.1 --json '{}'",
-                                                                list, (dir / "matrix.json").string(), json));
-  ASSERT_TRUE(std::filesystem::exists(json)) << r.out;
+                                                                list, (at.dir / "matrix.json").string(), json));
+  at.out = r.out;
+  if (!std::filesystem::exists(json)) {
+    at.wrong.push_back("no JSON report written");
+    return at;
+  }
   const nlohmann::json report = nlohmann::json::parse(std::ifstream(json));
-  std::vector<std::string> host_too_noisy;
   int judged_same = 0, judged_slowed = 0;
   for (const auto& row : report["rows"]) {
     const std::string label = row["version"].get<std::string>(), verdict = row["verdict"].get<std::string>();
@@ -78,16 +85,42 @@ TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
     const bool expected = slowed ? verdict == "SLOWER" : verdict != "SLOWER" && verdict != "FASTER";
     if (expected) continue;
     const auto [spread, where] = knn::testing::widest_spread(row);
-    const std::string what = fmt::format("{} case {}: {} (B/A {:.3f}; processes spread {:.2f}x: {})", label, row["case"].get<int>(), verdict,
-                                         row["ratio"].is_number() ? row["ratio"].get<double>() : 0.0, spread, where);
-    if (spread > 1.3) host_too_noisy.push_back(what);
-    else ADD_FAILURE() << what << (slowed ? ": 20 % more work not SLOWER" : ": the same code on both sides") << "\n" << r.out;
+    const std::string what = fmt::format("{} case {}: {} (B/A {:.3f}; processes spread {:.2f}x: {}){}", label, row["case"].get<int>(), verdict,
+                                         row["ratio"].is_number() ? row["ratio"].get<double>() : 0.0, spread, where,
+                                         slowed ? ": 20 % more work not SLOWER" : ": the same code on both sides");
+    const bool withheld = verdict.rfind("too few", 0) == 0;
+    (spread > 1.3 || withheld ? at.withheld : at.wrong).push_back(what);
   }
-  EXPECT_GE(judged_slowed, 1) << "no t7 row of 1 ms or more: the test checks nothing\n" << r.out;
-  EXPECT_GE(judged_same, 2) << "fewer than two other rows of 1 ms or more\n" << r.out;
-  if (!::testing::Test::HasFailure() && !host_too_noisy.empty())
-    GTEST_SKIP() << "this host's processes spread too far (max/min > 1.3) for 8 per side:" << knn::testing::row_lines(host_too_noisy);
-  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+  if (judged_slowed < 1) at.wrong.push_back("no t7 row of 1 ms or more: the test checks nothing");
+  if (judged_same < 2) at.wrong.push_back("fewer than two other rows of 1 ms or more");
+  return at;
+}
+
+}  // namespace
+
+// A shared 2-core machine sometimes changes speed for part of a minute: an attempt that misses is
+// printed and the experiment is repeated once (a fresh set of processes). The test fails when the
+// repeat has a wrong verdict; it skips, naming the rows, when the repeat only withholds verdicts or
+// spreads too far, and attempt 1 missed too.
+TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
+  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
+  const std::vector<std::string> versions = cpu_versions();
+  ASSERT_FALSE(versions.empty()) << "no CPU version in --list";
+  std::string list = "t7";
+  for (const auto& v : versions) list += "," + v;
+
+  Attempt at = run_attempt(list);
+  if (!at.wrong.empty() || !at.withheld.empty()) {
+    std::cout << "attempt 1 missed (repeated once):" << knn::testing::row_lines(at.wrong) << knn::testing::row_lines(at.withheld) << "\n"
+              << at.out << "\n";
+    std::filesystem::remove_all(at.dir);
+    at = run_attempt(list);
+  }
+  for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
+  if (!::testing::Test::HasFailure() && !at.withheld.empty())
+    GTEST_SKIP() << "in both attempts this host's processes spread too far (max/min > 1.3) or fell into modes, for 8 per side:"
+                 << knn::testing::row_lines(at.withheld);
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(at.dir);
 }
 
 // The same experiment with both settings in every process (`ab --paired`, 16 processes, the settings'
