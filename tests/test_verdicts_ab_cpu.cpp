@@ -127,18 +127,25 @@ TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
 // calls interleaved): a host that is slow for a whole process, or for a stretch of it, slows both
 // settings alike, so t7's 20 % must show as SLOWER on each case of 1 ms or more. Where it does not and
 // the per-process ratios B/A the verdict was on (process_ratios) themselves spread by more than 1.3x,
-// the test skips, naming the row. Each row's per-process ratios are printed.
-TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
-  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
-  const auto dir = knn::testing::experiment_folder("knn_verdicts_ab_paired", kMatrix);
-  const std::string json = (dir / "ab.json").string();
+// or the verdict was withheld (too few samples), the row counts as the host's. Each row's per-process
+// ratios are printed. An attempt that misses is repeated once; the repeat's wrong verdicts fail, and
+// if it only has the host's rows, the test skips, naming them.
+namespace {
+
+Attempt run_paired() {
+  Attempt at;
+  at.dir = knn::testing::experiment_folder("knn_verdicts_ab_paired", kMatrix);
+  const std::string json = (at.dir / "ab.json").string();
   const auto r = knn::testing::run(KNN_TEST_BINARY, fmt::format("ab --paired --a-param t7.slowdown=0 --b-param t7.slowdown=20 --version t7 "
                                                                 "--config '{}' --processes 8 --min-time 0.1 --json '{}'",
-                                                                (dir / "matrix.json").string(), json));
-  ASSERT_TRUE(std::filesystem::exists(json)) << r.out;
+                                                                (at.dir / "matrix.json").string(), json));
+  at.out = r.out;
+  if (!std::filesystem::exists(json)) {
+    at.wrong.push_back("no JSON report written");
+    return at;
+  }
   const nlohmann::json report = nlohmann::json::parse(std::ifstream(json));
-  ASSERT_TRUE(report["paired"].get<bool>()) << r.out;
-  std::vector<std::string> host_too_noisy;
+  if (!report["paired"].get<bool>()) at.wrong.push_back("the report does not say paired");
   int judged = 0;
   for (const auto& row : report["rows"]) {
     if (!row["a_median_ms"].is_number() || row["a_median_ms"].get<double>() < 1.0) continue;
@@ -152,15 +159,34 @@ TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
                              verdict, row["ratio"].is_number() ? row["ratio"].get<double>() : 0.0,
                              row.value("process_ratio_of", std::string("medians")), fmt::join(ratios, " "), fmt::join(of_medians, " "));
     if (verdict == "SLOWER") continue;
-    ASSERT_FALSE(ratios.empty()) << row.dump();
+    if (ratios.empty()) {
+      at.wrong.push_back("no per-process ratios: " + row.dump());
+      continue;
+    }
     const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-    const std::string what = fmt::format("t7 case {}: {} (B/A {:.3f}; per-process B/A {:.3f} to {:.3f})", row["case"].get<int>(), verdict,
-                                         row["ratio"].is_number() ? row["ratio"].get<double>() : 0.0, *lo, *hi);
-    if (*hi / *lo > 1.3) host_too_noisy.push_back(what);
-    else ADD_FAILURE() << what << ": 20 % more work not SLOWER with both settings in every process\n" << r.out;
+    const std::string what = fmt::format("t7 case {}: {} (B/A {:.3f}; per-process B/A {:.3f} to {:.3f}): 20 % more work not SLOWER with both "
+                                         "settings in every process",
+                                         row["case"].get<int>(), verdict, row["ratio"].is_number() ? row["ratio"].get<double>() : 0.0, *lo, *hi);
+    (*hi / *lo > 1.3 || verdict.rfind("too few", 0) == 0 ? at.withheld : at.wrong).push_back(what);
   }
-  EXPECT_GE(judged, 1) << "no t7 row of 1 ms or more: the test checks nothing\n" << r.out;
-  if (!::testing::Test::HasFailure() && !host_too_noisy.empty())
-    GTEST_SKIP() << "this host changed speed within processes (per-process B/A spread > 1.3):" << knn::testing::row_lines(host_too_noisy);
-  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+  if (judged < 1) at.wrong.push_back("no t7 row of 1 ms or more: the test checks nothing");
+  return at;
+}
+
+}  // namespace
+
+TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
+  if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
+  Attempt at = run_paired();
+  if (!at.wrong.empty() || !at.withheld.empty()) {
+    std::cout << "attempt 1 missed (repeated once):" << knn::testing::row_lines(at.wrong) << knn::testing::row_lines(at.withheld) << "\n"
+              << at.out << "\n";
+    std::filesystem::remove_all(at.dir);
+    at = run_paired();
+  }
+  for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
+  if (!::testing::Test::HasFailure() && !at.withheld.empty())
+    GTEST_SKIP() << "in both attempts this host changed speed within processes (per-process B/A spread > 1.3) or the verdict was withheld:"
+                 << knn::testing::row_lines(at.withheld);
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(at.dir);
 }
