@@ -30,6 +30,7 @@
 #include "kernels/bruteforce/detail/filters/tc_tile.hpp"
 #include "kernels/bruteforce/detail/grid/query_grid.hpp"
 #include "kernels/bruteforce/detail/int8/exact_int8.hpp"
+#include "kernels/bruteforce/detail/scan/scan_path.hpp"
 #include "kernels/bruteforce/detail/scan/scan_plan.hpp"
 #include "kernels/bruteforce/detail/seed/scan_seed.hpp"
 #include "kernels/bruteforce/detail/seed/seed_collect.hpp"
@@ -1571,6 +1572,22 @@ TEST(V15GridPlan, TakenOnlyWhereItAppliesWithItsCellsAndChunks) {
   EXPECT_EQ(gpu::plan_grid(p, Mode::on).why, "a self-join");
   p.self_join = false, p.values.finite = false;
   EXPECT_FALSE(gpu::plan_grid(p, Mode::on).chosen);
+}
+
+// The scan's path line says why the query grid was not taken: case 10's shape under auto (k 3), and
+// no reason where none is given.
+TEST(V15GridPlan, TheScanPathSaysWhyTheGridWasNotTaken) {
+  std::vector<float> points(3 * 1000, 0.5f);
+  Problem p{3, 1024, 1 << 20, 1, points.data(), points.data()};
+  p.values = ValueTraits{true, false, 0.f, 1.f, true};
+  gpu::ScanPathFacts f;
+  f.dim = 3, f.compiled = true, f.list = "one", f.known = true, f.filters_apply = true;
+  f.plan = gpu::plan_scan(p.m, p.n, p.dim, p.topk, 1, 132 * 8, false);
+  f.grid_why = gpu::plan_grid(p, Mode::automatic).why;
+  const std::string text = gpu::scan_path_text(f);
+  EXPECT_NE(text.find("; query grid not taken: auto: k = 3 over 2 (slower at k 3 on an H100)"), std::string::npos) << text;
+  f.grid_why.clear();
+  EXPECT_EQ(gpu::scan_path_text(f).find("query grid"), std::string::npos);
 }
 
 // fp16 rounding to nearest (11 significant bits; below 2^-14 a fixed spacing of 2^-24), as

@@ -313,12 +313,12 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         "fp32 filter: k={} compiled in, {} queries per thread, rows {}, scores ||r-c||^2 - 2(q-c).(r-c) in fp32 with c = {:g}, "
         "error bound {:.3g} (values within {:g} of c); {} exact fp32 distances in 4-row groups holding a candidate ({:.1f} per query, "
         "{:.4f} % of the pairs; {} seed distances per query besides); blocks of {} = {} query x {} row threads, {} "
-        "query group{} x {} split{} x {}; {}; tensor-core filter not taken: {}",
+        "query group{} x {} split{} x {}; {}; tensor-core filter not taken: {}; query grid not taken: {}",
         p.dim, f32.queries_per_thread, f32.stage ? "staged in shared memory, centred, with norms" : "centred by each thread",
         f32.center, f32.band, f32.half_span, exact_count, double(exact_count) / p.m,
         100.0 * double(exact_count) / (double(p.m) * p.n), gpu::tc::kSeedRows, gpu::kScanBlock, plan.query_threads,
         plan.ref_threads, plan.query_groups, plan.query_groups == 1 ? "" : "s", plan.splits,
-        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, s.ramp, one_stream), gpu::filter_lists_text(p.topk), tc.why);
+        plan.splits == 1 ? "" : "s", gpu::chunks_text(chunk_rows, p.dim, s.ramp, one_stream), gpu::filter_lists_text(p.topk), tc.why, grid.why);
     return;
   }
   if (collector) {
@@ -331,7 +331,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                        : merge ? " merged by " + merger->describe() + (s.merge_runs ? "" : " (merge_runs=off)")
                                : std::string(" written in place"),
                        one_stream, seed.chosen, seed.window, seed.why, collect.why, p.values.known,
-                       p.topk <= gpu::kFilterMaxTopk, int8.why, tc.why, f32.why};
+                       p.topk <= gpu::kFilterMaxTopk, int8.why, tc.why, f32.why, grid.why};
   ctx.path_later = [f = std::move(f)] { return gpu::scan_path_text(f); };
 }
 

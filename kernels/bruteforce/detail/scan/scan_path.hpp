@@ -25,6 +25,7 @@ struct ScanPathFacts {
   std::string seed_why, collect_why;
   bool known = false, filters_apply = false;  // the values' traits known; topk within the filters' limit
   std::string int8_why, tc_why, f32_why;
+  std::string grid_why;  // the query grid's reason (query_grid.hpp), printed whenever it is given
 };
 
 inline std::string scan_path_text(const ScanPathFacts& f) {
@@ -41,6 +42,7 @@ inline std::string scan_path_text(const ScanPathFacts& f) {
                    : "; seed not taken: " + f.seed_why;
   if (f.known) path += fmt::format("; exact int8 path not taken: {}", f.int8_why);
   if (f.known && f.filters_apply) path += fmt::format("; tensor-core filter not taken: {}; fp32 filter not taken: {}", f.tc_why, f.f32_why);
+  if (!f.grid_why.empty()) path += "; query grid not taken: " + f.grid_why;
   return path;
 }
 
