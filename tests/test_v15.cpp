@@ -50,6 +50,9 @@ struct V15Case {
   // as the older cases run) and a constant added to every value (negative and large whole values).
   std::string int8 = "";
   float offset = 0.f;
+  // A factor every value is multiplied by (after the offset): 1e-20 puts the squared distances among
+  // float's subnormals, where the query grid's reach adds 2^-148 (query_grid_kernels.cuh).
+  float scale = 1.f;
   std::string int8_chunks = "";  // v15.int8_chunks ("" leaves the default: auto)
   std::string int8_ramp = "";    // v15.int8_ramp ("" leaves the default: on)
   // The tensor-core filter: v15.tc for the call ("" leaves the default) and whether it must run.
@@ -106,7 +109,8 @@ struct V15Case {
            (collect_tc.empty() ? "" : "_ctc" + collect_tc) + (collect_balance.empty() ? "" : "_balance" + collect_balance) +
            (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks) +
            (tc_tile.empty() ? "" : "_tile" + tc_tile) + (host_keys.empty() ? "" : "_hostkeys" + host_keys) +
-           (int8_ramp.empty() ? "" : "_ramp" + int8_ramp) + (grid.empty() ? "" : "_grid" + grid);
+           (int8_ramp.empty() ? "" : "_ramp" + int8_ramp) + (grid.empty() ? "" : "_grid" + grid) +
+           (scale == 1.f ? "" : fmt::format("_scale10m{}", std::lround(-std::log10(double(scale)))));
   }
 };
 
@@ -542,6 +546,10 @@ struct Points {
       for (float& v : references) v += c.offset;
       for (float& v : queries) v += c.offset;
     }
+    if (c.scale != 1.f) {
+      for (float& v : references) v *= c.scale;
+      for (float& v : queries) v *= c.scale;
+    }
     problem = Problem{c.dim, c.m, c.n, c.topk, c.self_join ? references.data() : queries.data(), references.data(),
                       c.self_join};
     if (!c.int8.empty() || !c.tc.empty() || !c.f32.empty() || !c.collect.empty() || !c.tc_tile.empty() || !c.grid.empty())
@@ -552,10 +560,11 @@ struct Points {
 using knn::testing::params_for;  // a version's parameter values: the defaults, then those given
 
 // v15 sums with fused multiply-adds; v0 rounds every product. Equal on integer data, otherwise
-// within a few ulps.
-bool near(float a, float b) {
+// within a few ulps: relative 1e-5 and `abs` (1e-12 for values in [0, 1); among subnormals, a
+// few of their fixed spacing).
+bool near(float a, float b, double abs = 1e-12) {
   if (a == b) return true;
-  return std::fabs(double(a) - double(b)) <= 1e-5 * std::max(std::fabs(double(a)), std::fabs(double(b))) + 1e-12;
+  return std::fabs(double(a) - double(b)) <= 1e-5 * std::max(std::fabs(double(a)), std::fabs(double(b))) + abs;
 }
 
 // Runs v15 on the case and checks the rows against v0's loop: every slot's distance near v0's
@@ -685,7 +694,10 @@ std::string check_against_v0(const V15Case& c) {
 
   // v0 sums integer squares in float: exact while every distance stays below 2^24.
   const double largest = double(c.integer_max - 1) * double(c.integer_max - 1) * c.dim;
-  const bool exact = c.dist == Distribution::integers && largest < 16777216.0;
+  const bool exact = c.dist == Distribution::integers && largest < 16777216.0 && c.scale == 1.f;
+  // Scaled values: 1e-12 scaled by the squares, and 4 subnormal spacings (v0's three rounded squares
+  // and v15's fused chain each err by at most 1.5 of them; sums of subnormals are exact).
+  const double abs = 1e-12 * double(c.scale) * double(c.scale) + (c.scale == 1.f ? 0.0 : 4.0 * std::numeric_limits<float>::denorm_min());
   for (int q : rows) {
     std::set<std::int32_t> seen;
     for (int s = 0; s < p.topk; ++s) {
@@ -705,7 +717,7 @@ std::string check_against_v0(const V15Case& c) {
                                             p.references + std::size_t(gi) * p.dim, p.dim);
       // Exact data: v0's very list, the smaller index first among equal distances.
       const bool ok = exact ? gd == wd && true_d == wd && gi == wi
-                            : near(gd, wd) && near(true_d, wd) && near(gd, true_d);
+                            : near(gd, wd, abs) && near(true_d, wd, abs) && near(gd, true_d, abs);
       EXPECT_TRUE(ok) << where << ": (" << gi << ", " << gd << ") for v0's (" << wi << ", " << wd
                       << "), v0 distance of " << gi << " is " << true_d;
       if (!ok) return ctx.path;
@@ -836,6 +848,15 @@ std::vector<V15Case> grid_cases() {
   add(3, 600, 5003, 33, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // topk over 32
   add(3, 2049, 5003, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // m over 2048
   add(3, 0, 5003, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false, true);  // a self-join
+  // Values near 1e-20: squared distances among the subnormals (the reach's 2^-148 term), at every
+  // k, at topk 1, 4 and 32 (ties at the bounds), and under auto.
+  for (int dim : {1, 2, 3})
+    for (int topk : {1, 4, 32}) {
+      add(dim, 600, 20011, topk);
+      out.back().scale = 1e-20f;
+    }
+  add(2, gpu::kGridMinQueries, gpu::kGridMinRows, 1, Distribution::uniform, kDefaultIntegerMax, 0.f, 61, "auto", true);
+  out.back().scale = 1e-20f;
   return out;
 }
 
