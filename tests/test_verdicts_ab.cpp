@@ -116,7 +116,7 @@ TEST(VerdictsAb, TwentyPercentMoreWorkIsSlowerAndTheSameSettingIsSame) {
   }
   for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
   if (!::testing::Test::HasFailure() && !at.withheld.empty())
-    GTEST_SKIP() << "in both attempts this host's processes spread too far or fell into modes for 12 per side to show 20 %:"
+    GTEST_SKIP() << "attempt 1 missed, and in the repeat this host's processes spread too far or fell into modes for 12 per side to show 20 %:"
                  << knn::testing::row_lines(at.withheld);
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
 }

@@ -118,7 +118,7 @@ TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
   }
   for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
   if (!::testing::Test::HasFailure() && !at.withheld.empty())
-    GTEST_SKIP() << "in both attempts this host's processes spread too far (max/min > 1.3) or fell into modes, for 8 per side:"
+    GTEST_SKIP() << "attempt 1 missed, and in the repeat this host's processes spread too far (max/min > 1.3) or fell into modes, for 8 per side:"
                  << knn::testing::row_lines(at.withheld);
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(at.dir);
 }
@@ -186,7 +186,7 @@ TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
   }
   for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
   if (!::testing::Test::HasFailure() && !at.withheld.empty())
-    GTEST_SKIP() << "in both attempts this host changed speed within processes (per-process B/A spread > 1.3) or the verdict was withheld:"
+    GTEST_SKIP() << "attempt 1 missed, and in the repeat this host changed speed within processes (per-process B/A spread > 1.3) or the verdict was withheld:"
                  << knn::testing::row_lines(at.withheld);
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(at.dir);
 }
