@@ -50,16 +50,12 @@ Experiment run_ab(const std::string& dir, const std::string& name, int a_pct, in
   return e;
 }
 
+using knn::testing::Attempt;
 using knn::testing::widest_spread;
 
 // One attempt of both experiments. Misses go to `wrong`, or to `withheld` where the tool withheld
 // its verdict ("too few samples": the sides' processes fell into modes with too few in common) or,
 // for the slowdown, one side's processes spread by more than 1.3x with the interval reaching 1.05.
-struct Attempt {
-  std::vector<std::string> wrong, withheld;
-  std::string out;
-};
-
 Attempt run_attempt(const std::string& dir) {
   Attempt at;
   const Experiment same = run_ab(dir, "same", 0, 0);
@@ -108,12 +104,7 @@ Attempt run_attempt(const std::string& dir) {
 TEST(VerdictsAb, TwentyPercentMoreWorkIsSlowerAndTheSameSettingIsSame) {
   if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
   const auto dir = knn::testing::experiment_folder("knn_verdicts_ab", kMatrix);
-  Attempt at = run_attempt(dir.string());
-  if (!at.wrong.empty() || !at.withheld.empty()) {
-    std::cout << "attempt 1 missed (repeated once):" << knn::testing::row_lines(at.wrong) << knn::testing::row_lines(at.withheld) << "\n"
-              << at.out << "\n";
-    at = run_attempt(dir.string());
-  }
+  const Attempt at = knn::testing::run_with_one_repeat([&] { return run_attempt(dir.string()); });
   for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
   if (!::testing::Test::HasFailure() && !at.withheld.empty())
     GTEST_SKIP() << "attempt 1 missed, and in the repeat this host's processes spread too far or fell into modes for 12 per side to show 20 %:"

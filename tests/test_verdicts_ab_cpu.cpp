@@ -29,6 +29,8 @@
 
 namespace {
 
+using knn::testing::Attempt;
+
 // v0 takes 8-10 ms on both on a 2-core machine under load; the trees build 196 608 or 65 536 points per call.
 constexpr const char* kMatrix = R"({"schema_version": 1, "defaults": {"topk": 1, "distribution": "uniform", "seed": 20240607},
  "cases": [{"id": 0, "k": 3, "m": 4, "n": 196608}, {"id": 1, "k": 3, "m": 16, "n": 65536}]})";
@@ -57,12 +59,6 @@ std::vector<std::string> cpu_versions() {
 // or to `withheld` where the verdict was withheld ("too few samples": the sides' processes fell into
 // modes with too few of them in common) or one side's processes spread by more than 1.3x (max/min):
 // such a host cannot show a 5 % effect with 8 processes a side.
-struct Attempt {
-  std::vector<std::string> wrong, withheld;
-  std::string out;
-  std::filesystem::path dir;
-};
-
 Attempt run_attempt(const std::string& list) {
   Attempt at;
   at.dir = knn::testing::experiment_folder("knn_verdicts_ab_cpu", kMatrix);
@@ -109,13 +105,7 @@ TEST(VerdictsAbCpu, TheSameCodeIsNeverSlowerOrFasterAndT7SlowedIsSlower) {
   std::string list = "t7";
   for (const auto& v : versions) list += "," + v;
 
-  Attempt at = run_attempt(list);
-  if (!at.wrong.empty() || !at.withheld.empty()) {
-    std::cout << "attempt 1 missed (repeated once):" << knn::testing::row_lines(at.wrong) << knn::testing::row_lines(at.withheld) << "\n"
-              << at.out << "\n";
-    std::filesystem::remove_all(at.dir);
-    at = run_attempt(list);
-  }
+  const Attempt at = knn::testing::run_with_one_repeat([&] { return run_attempt(list); });
   for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
   if (!::testing::Test::HasFailure() && !at.withheld.empty())
     GTEST_SKIP() << "attempt 1 missed, and in the repeat this host's processes spread too far (max/min > 1.3) or fell into modes, for 8 per side:"
@@ -177,13 +167,7 @@ Attempt run_paired() {
 
 TEST(VerdictsAbCpu, PairedT7SlowedIsSlower) {
   if (const auto busy = knn::testing::machine_busy()) GTEST_SKIP() << *busy;
-  Attempt at = run_paired();
-  if (!at.wrong.empty() || !at.withheld.empty()) {
-    std::cout << "attempt 1 missed (repeated once):" << knn::testing::row_lines(at.wrong) << knn::testing::row_lines(at.withheld) << "\n"
-              << at.out << "\n";
-    std::filesystem::remove_all(at.dir);
-    at = run_paired();
-  }
+  const Attempt at = knn::testing::run_with_one_repeat(run_paired);
   for (const auto& w : at.wrong) ADD_FAILURE() << "attempt 2: " << w << "\n" << at.out;
   if (!::testing::Test::HasFailure() && !at.withheld.empty())
     GTEST_SKIP() << "attempt 1 missed, and in the repeat this host changed speed within processes (per-process B/A spread > 1.3) or the verdict was withheld:"
