@@ -1,7 +1,8 @@
 // The GPU kd-tree build (kdtree_gpu_build.hpp): per level, node boxes by block reductions and
-// ordered-integer atomics, the split dimension per node, one CUB radix sort of (node, coordinate)
-// keys over all rows (or, where the nodes are small, one segmented sort of the coordinates with a
-// segment per node), and a gather of the rows. All on one stream, no host synchronisation.
+// ordered-integer atomics; the keys, each row's thread finding its node's split dimension; one CUB
+// radix sort of (node, coordinate) keys over all rows (or, where the nodes are small, one segmented
+// sort of the coordinates with a segment per node); and a gather of the rows that also writes the
+// split values. Three launches and the sort's per level; all on one stream, no host synchronisation.
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_build.hpp"
 
 #include <cub/cub.cuh>
@@ -30,22 +31,23 @@ __device__ __forceinline__ float unordered(unsigned u) {
   return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
 }
 
+// The padded rows (padding at +inf, index -1) and every node's box emptied (lo = ordered(+inf),
+// hi = ordered(-inf)), in one launch.
 __global__ void init_kernel(const float* __restrict__ src, std::int64_t n, std::int64_t padded, int dim,
-                            float* __restrict__ points, std::int32_t* __restrict__ index) {
-  const std::int64_t total = padded * dim;
+                            float* __restrict__ points, std::int32_t* __restrict__ index,
+                            unsigned* __restrict__ lo, unsigned* __restrict__ hi, std::int64_t box_values) {
+  const std::int64_t total = padded * dim > box_values ? padded * dim : box_values;
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
        e += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t row = e / dim;
-    points[e] = row < n ? src[e] : INFINITY;
-    if (e % dim == 0) index[row] = row < n ? std::int32_t(row) : -1;
-  }
-}
-
-__global__ void fill_boxes_kernel(unsigned* lo, unsigned* hi, std::int64_t count) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < count;
-       e += std::int64_t(gridDim.x) * blockDim.x) {
-    lo[e] = 0xff800000u | 0x80000000u;  // ordered(+inf)
-    hi[e] = ~0xff800000u;               // ordered(-inf)
+    if (e < padded * dim) {
+      const std::int64_t row = e / dim;
+      points[e] = row < n ? src[e] : INFINITY;
+      if (e % dim == 0) index[row] = row < n ? std::int32_t(row) : -1;
+    }
+    if (e < box_values) {
+      lo[e] = 0xff800000u | 0x80000000u;  // ordered(+inf)
+      hi[e] = ~0xff800000u;               // ordered(-inf)
+    }
   }
 }
 
@@ -85,29 +87,29 @@ __global__ void __launch_bounds__(kThreads) boxes_kernel(const float* __restrict
   }
 }
 
-// The dimension of largest spread of each node of the level (the first on a tie; dimension 0 for an
-// empty node).
-__global__ void split_dim_kernel(const unsigned* __restrict__ lo, const unsigned* __restrict__ hi, int dim,
-                                 std::int64_t nodes, std::int64_t first_node, std::int32_t* __restrict__ split_dim) {
-  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (j >= nodes) return;
-  const std::int64_t node = first_node + j;
+// The dimension of largest spread of a node (the first on a tie; dimension 0 for an empty node),
+// from its box in ordered integers. Every row's thread of the keys kernels finds its node's; the
+// node's first row writes it for the gather and the search.
+__device__ __forceinline__ int split_dim_of(const unsigned* __restrict__ lo, const unsigned* __restrict__ hi, int dim,
+                                            std::int64_t node) {
   int best = 0;
   float spread = -INFINITY;
   for (int k = 0; k < dim; ++k) {
-    const float s = unordered(hi[node * dim + k]) - unordered(lo[node * dim + k]);
+    const float s = unordered(__ldg(hi + node * dim + k)) - unordered(__ldg(lo + node * dim + k));
     if (s > spread) spread = s, best = k;
   }
-  split_dim[node] = best;
+  return best;
 }
 
 __global__ void keys_kernel(const float* __restrict__ points, int dim, std::int64_t padded, std::int64_t seg,
-                            std::int64_t first_node, const std::int32_t* __restrict__ split_dim,
-                            std::uint64_t* __restrict__ keys, std::int32_t* __restrict__ order) {
+                            std::int64_t first_node, const unsigned* __restrict__ lo, const unsigned* __restrict__ hi,
+                            std::int32_t* __restrict__ split_dim, std::uint64_t* __restrict__ keys,
+                            std::int32_t* __restrict__ order) {
   for (std::int64_t r = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; r < padded;
        r += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t j = r / seg;
-    const int k = split_dim[first_node + j];
+    const int k = split_dim_of(lo, hi, dim, first_node + j);
+    if (r % seg == 0) split_dim[first_node + j] = k;
     keys[r] = (std::uint64_t(j) << 32) | ordered(points[r * dim + k]);
     order[r] = std::int32_t(r);
   }
@@ -115,56 +117,59 @@ __global__ void keys_kernel(const float* __restrict__ points, int dim, std::int6
 
 // The same for a segmented sort: the coordinate alone as the key, and the nodes' row offsets.
 __global__ void node_keys_kernel(const float* __restrict__ points, int dim, std::int64_t padded, std::int64_t seg,
-                                 std::int64_t first_node, const std::int32_t* __restrict__ split_dim,
-                                 unsigned* __restrict__ keys, std::int32_t* __restrict__ order,
-                                 std::int32_t* __restrict__ offsets) {
+                                 std::int64_t first_node, const unsigned* __restrict__ lo, const unsigned* __restrict__ hi,
+                                 std::int32_t* __restrict__ split_dim, unsigned* __restrict__ keys,
+                                 std::int32_t* __restrict__ order, std::int32_t* __restrict__ offsets) {
   for (std::int64_t r = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; r < padded;
        r += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t j = r / seg;
-    keys[r] = ordered(points[r * dim + split_dim[first_node + j]]);
+    const int k = split_dim_of(lo, hi, dim, first_node + j);
+    if (r % seg == 0) split_dim[first_node + j] = k;
+    keys[r] = ordered(points[r * dim + k]);
     order[r] = std::int32_t(r);
     if (r % seg == 0) offsets[j] = std::int32_t(r);
     if (r == 0) offsets[padded / seg] = std::int32_t(padded);
   }
 }
 
+// The rows in their sorted order, and each node's split value: the coordinate along its split
+// dimension of the first row of its upper half.
 __global__ void gather_kernel(const float* __restrict__ points, const std::int32_t* __restrict__ index,
-                              const std::int32_t* __restrict__ order, std::int64_t padded, int dim,
-                              float* __restrict__ out_points, std::int32_t* __restrict__ out_index) {
+                              const std::int32_t* __restrict__ order, std::int64_t padded, int dim, std::int64_t seg,
+                              std::int64_t first_node, const std::int32_t* __restrict__ split_dim,
+                              float* __restrict__ out_points, std::int32_t* __restrict__ out_index,
+                              float* __restrict__ split) {
   const std::int64_t total = padded * dim;
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
        e += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t r = e / dim, k = e % dim;
     const std::int64_t from = order[r];
-    out_points[e] = points[from * dim + k];
+    const float v = points[from * dim + k];
+    out_points[e] = v;
     if (k == 0) out_index[r] = index[from];
+    if (r % seg == seg / 2 && k == split_dim[first_node + r / seg]) split[first_node + r / seg] = v;
   }
 }
 
-__global__ void split_kernel(const float* __restrict__ points, int dim, std::int64_t nodes, std::int64_t seg,
-                             std::int64_t first_node, const std::int32_t* __restrict__ split_dim,
-                             float* __restrict__ split) {
-  const std::int64_t j = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x;
-  if (j >= nodes) return;
-  split[first_node + j] = points[(j * seg + seg / 2) * dim + split_dim[first_node + j]];
-}
-
-// The decoded boxes, packed for the search (kdtree_gpu_build.hpp); padding floats are 0.
-__global__ void pack_boxes_kernel(const float* __restrict__ lo, const float* __restrict__ hi, std::int64_t nodes,
-                                  int dim, int pad, float* __restrict__ box) {
-  const std::int64_t total = nodes * 2 * pad;
+// The boxes decoded in place (ordered integers back to floats) and packed for the search
+// (kdtree_gpu_build.hpp); padding floats are 0. One thread per (node, packed slot).
+__global__ void finish_boxes_kernel(unsigned* __restrict__ lo, unsigned* __restrict__ hi, std::int64_t nodes, int dim, int pad,
+                                    float* __restrict__ box) {
+  const std::int64_t total = nodes * pad;
   for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < total;
        e += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::int64_t node = e / (2 * pad);
-    const int side = int(e / pad % 2), k = int(e % pad);
-    box[e] = k < dim ? (side ? hi : lo)[node * dim + k] : 0.f;
+    const std::int64_t node = e / pad;
+    const int k = int(e % pad);
+    float l = 0.f, h = 0.f;
+    if (k < dim) {
+      l = unordered(lo[node * dim + k]);
+      h = unordered(hi[node * dim + k]);
+      lo[node * dim + k] = __float_as_uint(l);
+      hi[node * dim + k] = __float_as_uint(h);
+    }
+    box[node * 2 * pad + k] = l;
+    box[node * 2 * pad + pad + k] = h;
   }
-}
-
-__global__ void decode_kernel(unsigned* values, std::int64_t count) {
-  for (std::int64_t e = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; e < count;
-       e += std::int64_t(gridDim.x) * blockDim.x)
-    values[e] = __float_as_uint(unordered(values[e]));
 }
 
 std::size_t sort_temp_bytes(const LeafPlan& plan, std::int64_t segment_rows, cudaStream_t stream) {
@@ -229,11 +234,10 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, st
   const std::size_t temp_bytes = sort_temp_bytes(plan, segment_rows, stream);
   cuda::StreamBuffer<unsigned char> temp(temp_bytes, stream);
 
-  init_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(points, plan.n, padded, dim, t.points.data(),
-                                                               t.index.data());
-  KNN_CUDA_CHECK_LAUNCH();
-  fill_boxes_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.lo.data()),
-                                                                    reinterpret_cast<unsigned*>(t.hi.data()), nodes * dim);
+  auto* lo = reinterpret_cast<unsigned*>(t.lo.data());
+  auto* hi = reinterpret_cast<unsigned*>(t.hi.data());
+  init_kernel<<<grid_for(std::max(padded * dim, nodes * dim)), kThreads, 0, stream>>>(points, plan.n, padded, dim, t.points.data(),
+                                                                                     t.index.data(), lo, hi, nodes * dim);
   KNN_CUDA_CHECK_LAUNCH();
   float* cur_points = t.points.data();
   std::int32_t* cur_index = t.index.data();
@@ -242,18 +246,13 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, st
   for (int level = 0; level < plan.levels; ++level) {
     const std::int64_t level_nodes = std::int64_t(1) << level, seg = padded >> level, first = level_nodes - 1;
     boxes(t, cur_points, cur_index, level, stream);
-    const unsigned node_grid = grid_for(level_nodes);
-    split_dim_kernel<<<node_grid, kThreads, 0, stream>>>(reinterpret_cast<const unsigned*>(t.lo.data()),
-                                                         reinterpret_cast<const unsigned*>(t.hi.data()), dim,
-                                                         level_nodes, first, t.split_dim.data());
-    KNN_CUDA_CHECK_LAUNCH();
     std::size_t bytes = temp_bytes;
     const std::int32_t* sorted = nullptr;  // the rows' order after the sort
     if (segmented_level(padded, level, segment_rows)) {
       auto* in = reinterpret_cast<unsigned*>(keys[0].data());
       auto* out = reinterpret_cast<unsigned*>(keys[1].data());
-      node_keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, t.split_dim.data(), in,
-                                                                  order[0].data(), offsets.data());
+      node_keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, lo, hi, t.split_dim.data(),
+                                                                  in, order[0].data(), offsets.data());
       KNN_CUDA_CHECK_LAUNCH();
       KNN_CUDA_TRY(cub::DeviceSegmentedSort::SortPairs(temp.data(), bytes, in, out, order[0].data(), order[1].data(), padded,
                                                        level_nodes, offsets.data(), offsets.data() + 1, stream));
@@ -261,28 +260,20 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, st
     } else {
       cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
       cub::DoubleBuffer<std::int32_t> v(order[0].data(), order[1].data());
-      keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, t.split_dim.data(),
+      keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, lo, hi, t.split_dim.data(),
                                                              k.Current(), v.Current());
       KNN_CUDA_CHECK_LAUNCH();
       KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, k, v, int(padded), 0, 32 + level, stream));
       sorted = v.Current();
     }
-    gather_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(cur_points, cur_index, sorted, padded, dim,
-                                                                   next_points, next_index);
+    gather_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(cur_points, cur_index, sorted, padded, dim, seg, first,
+                                                                   t.split_dim.data(), next_points, next_index, t.split.data());
     KNN_CUDA_CHECK_LAUNCH();
     std::swap(cur_points, next_points);
     std::swap(cur_index, next_index);
-    split_kernel<<<node_grid, kThreads, 0, stream>>>(cur_points, dim, level_nodes, seg, first, t.split_dim.data(),
-                                                     t.split.data());
-    KNN_CUDA_CHECK_LAUNCH();
   }
   boxes(t, cur_points, cur_index, plan.levels, stream);
-  decode_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.lo.data()), nodes * dim);
-  KNN_CUDA_CHECK_LAUNCH();
-  decode_kernel<<<grid_for(nodes * dim), kThreads, 0, stream>>>(reinterpret_cast<unsigned*>(t.hi.data()), nodes * dim);
-  KNN_CUDA_CHECK_LAUNCH();
-  pack_boxes_kernel<<<grid_for(nodes * 2 * box_pad(dim)), kThreads, 0, stream>>>(t.lo.data(), t.hi.data(), nodes, dim,
-                                                                                box_pad(dim), t.box.data());
+  finish_boxes_kernel<<<grid_for(nodes * box_pad(dim)), kThreads, 0, stream>>>(lo, hi, nodes, dim, box_pad(dim), t.box.data());
   KNN_CUDA_CHECK_LAUNCH();
   if (cur_points != t.points.data()) {  // an odd number of levels: the rows sit in the other pair
     std::swap(t.points, other_points);

@@ -1,10 +1,10 @@
 #pragma once
 // A balanced kd-tree built entirely on the GPU (v16, after seed 004; kd_leaves.hpp has the leaf
 // plan). The padded references (padding rows at +inf, index -1) are split level by level, every node
-// of a level at once: one kernel finds each node's box, one picks the dimension of largest spread,
-// one CUB radix sort orders the rows of every node by (node, coordinate) (or a segmented sort each
-// node's coordinates, where the nodes are small), and a gather moves the
-// rows; the split value of a node is the first coordinate of its upper half. Nothing goes back to
+// of a level at once: one kernel finds each node's box, the keys' kernel picks the dimension of
+// largest spread, one CUB radix sort orders the rows of every node by (node, coordinate) (or a
+// segmented sort each node's coordinates, where the nodes are small), and a gather moves the rows
+// and writes the split value of each node: the first coordinate of its upper half. Nothing goes back to
 // the host between levels. The tree is arrays in heap order (node v: children 2v + 1, 2v + 2; leaf
 // j is node L - 1 + j and holds rows [j S, (j + 1) S)). CUDA builds only.
 #include <cuda_runtime_api.h>
