@@ -38,14 +38,14 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
     for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"leaf", leaf}, {"test", test}, {"sort", sort},
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
                                      {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
-                                     {"segment_rows", segment_rows}})
+                                     {"segment_rows", segment_rows}, {"readback", readback}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -86,6 +86,10 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf8_radix_build", "8", "", "", "", "", "", "", "", "", "", "", "0"},
       {"leaf4_segmented_build", "4", "", "", "", "", "", "", "", "", "", "", "1073741824"},
       {"leaf16_segmented64_median", "16", "median", "", "", "", "", "", "", "", "", "", "64"},
+      // The host waiting for each wave's count before it queues the next (the default reads it one
+      // wave late, the others above with it): at the defaults, and with many short waves (tail 1).
+      {"readback_wait", "", "", "", "", "", "", "", "", "", "", "", "", "wait"},
+      {"leaf8_tail1_readback_wait", "8", "", "", "", "", "", "1", "", "", "", "", "", "wait"},
   };
   return k;
 }
@@ -152,6 +156,10 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(knobs.test == "median" ? "median test" : "box test"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.sort == "off" ? "unsorted" : "sorted by leaf"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.final_steps == "off" ? "final steps off" : "final steps on"), std::string::npos) << path;
+  if (knobs.final_steps != "off")
+    EXPECT_NE(path.find(knobs.readback == "wait" || knobs.sort == "off" ? "each wave's count waited for" : "each wave's count read one wave late"),
+              std::string::npos)
+        << path;
   if (!knobs.stage.empty()) EXPECT_NE(path.find("stage_kib=" + knobs.stage), std::string::npos) << path;
   if (!knobs.tail.empty()) EXPECT_NE(path.find("tail=" + knobs.tail), std::string::npos) << path;
   // The wave trace starts with every query active in wave 1.
@@ -182,6 +190,37 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16
                          [](const ::testing::TestParamInfo<std::tuple<V16Case, Knobs>>& i) {
                            return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param).name);
                          });
+
+// readback=lag decides each wave on the device by the exact count that wait reads on the host, so
+// both run the same waves: the same count of waves and of sorted ones, the same leaves per query and
+// the same active queries in every wave (and rows equal to v0's in both).
+TEST(GpuV16Readback, LagRunsTheSameWavesAsWait) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const std::vector<V16Case> cases = {
+      {"clusters", 3, 3000, 20000, 16, false, Distribution::clusters},
+      {"m_large", 3, 20000, 50, 4},
+      {"self_uniform", 2, 8192, 8192, 32, true},
+      {"nn_clusters", 3, 5000, 30000, 1, false, Distribution::clusters},
+      {"k9_uniform", 9, 4000, 6000, 5},
+  };
+  // The waves' part of the path: from "; waves " to the end of "leaves per query x", and the trace.
+  const auto waves_of = [](const std::string& path) {
+    const auto at = path.find("; waves "), stop = path.find(';', path.find("leaves per query", at)), trace = path.find("active per wave");
+    EXPECT_TRUE(at != std::string::npos && stop != std::string::npos && trace != std::string::npos) << path;
+    if (at == std::string::npos || stop == std::string::npos || trace == std::string::npos) return std::string();
+    return path.substr(at, stop - at) + " | " + path.substr(trace);
+  };
+  for (const V16Case& c : cases)
+    for (const char* tail : {"1", "16"}) {
+      Knobs lag{"lag", "8"}, wait{"wait", "8"};
+      lag.tail = wait.tail = tail;
+      wait.readback = "wait";
+      const std::string a = waves_of(check_against_v0(c, lag)), b = waves_of(check_against_v0(c, wait));
+      EXPECT_FALSE(a.empty());
+      EXPECT_EQ(a, b) << c.name << ", tail " << tail;
+    }
+}
 
 // v16.answers into a pinned output (the harness's default): direct has the heap kernel write each
 // finished row there (phase search_d2h, no d2h); copy, and topk 1 without a self-join (the

@@ -49,7 +49,23 @@ struct SearchArgs {
   // block writes its finished queries' rows; null: the rows are copied after the search.
   std::int32_t* host_idx = nullptr;
   float* host_dist = nullptr;
+  // v16.readback=lag: `count` only sizes the grid, and the wave's active queries are read here (the
+  // last wave's `remaining`, on the device). `guard` makes the launch one of a pair: 1 runs where that
+  // count is at least `split` (a sorted wave), 2 where it is below (the last kernel), 0 always.
+  const unsigned* count_in = nullptr;
+  int guard = 0;
+  unsigned split = 0;
 };
+
+// The wave's active queries into `count`; false: the launch is the other half of its pair (the
+// same on every thread, so the whole grid returns at once).
+__device__ __forceinline__ bool wave_count(const SearchArgs& a, int& count) {
+  count = a.count;
+  if (a.count_in == nullptr) return true;
+  const unsigned c = *a.count_in;
+  count = int(c);
+  return a.guard == 0 || (a.guard == 1) == (c >= a.split);
+}
 
 
 // L threads per active key (blocks of kWaveBlock / L consecutive keys): scan the leaf, find the next one.
@@ -69,9 +85,11 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
   float* tile = reinterpret_cast<float*>(heap_i + std::size_t(a.topk) * kWaveBlock);
   auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * stride);
 
+  int count;
+  if (!wave_count(a, count) || int(blockIdx.x) * (kWaveBlock / L) >= count) return;  // uniform per block
   const int thread = blockIdx.x * kWaveBlock + tid, item = thread / L, lane = thread % L;
   [[maybe_unused]] const unsigned mask = ((1u << L) - 1) << ((tid & 31) & ~(L - 1));  // the key's lanes
-  const bool active = item < a.count;
+  const bool active = item < count;
   const std::uint64_t key = active ? a.keys_in[item] : 0;
   int leaf = active ? int(key >> 32) : -1;
   const int qid = int(unsigned(key));
@@ -239,9 +257,11 @@ __global__ void __launch_bounds__(kWaveBlock) nearest_kernel(const SearchArgs a)
   const TreeView& t = a.t;
   const int thread = blockIdx.x * blockDim.x + threadIdx.x, item = thread / L, lane = thread % L;
   const unsigned mask = L == 1 ? 1u << (threadIdx.x & 31) : ((1u << L) - 1) << ((threadIdx.x & 31) & ~(L - 1));
+  int count;
+  if (!wave_count(a, count) || int(blockIdx.x) * (kWaveBlock / L) >= count) return;  // uniform per block
   unsigned visited = 0;
   int next = -1;
-  if (item < a.count) {
+  if (item < count) {
     const std::uint64_t key = a.keys_in[item];
     int leaf = int(key >> 32);
     const int qid = int(unsigned(key));

@@ -23,13 +23,15 @@
 // on its own; 0: one radix sort per level), stage_kib (shared memory for staged leaves, 0-160, default
 // 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
 // answers=auto|direct|copy (direct: the heap kernel writes finished rows into a pinned output during
-// the waves, so no copy follows the search; auto, the default: direct from topk 32). Distances use v0's roundings, so rows equal v0's,
+// the waves, so no copy follows the search; auto, the default: direct from topk 32), readback=lag|wait
+// (each wave's count of remaining queries read one wave late, the next wave queued meanwhile: default lag). Distances use v0's roundings, so rows equal v0's,
 // ties included.
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -42,6 +44,7 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_launch.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_waves.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
 #include "kernels/device/shared_topk.cuh"
@@ -52,7 +55,12 @@ namespace {
 
 namespace cuda = knn::cuda;
 namespace kd = knn::kd;
+using kd::compiled_dim;
+using kd::dispatch;
+using kd::lanes_for;
 using kd::Query;
+using kd::search_shared;
+using kd::staged_stride;
 using kd::SearchArgs;
 using kd::TreeView;
 
@@ -70,6 +78,7 @@ struct Options {
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
   bool overlap = true;  // the queries copied during the build
+  bool lag = true;      // readback=lag: each wave's count read back one wave late
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string source;  // the parameters the user set, " name=value" each
 };
@@ -86,29 +95,12 @@ Options options_from(const knn::ParamValues& v) {
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
   o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
   o.overlap = v.on("overlap");
+  o.lag = v.text("readback") == "lag";
   o.segment_rows = v.integer("segment_rows");
   o.box = v.text("test") == "box";
   o.answers = v.text("answers");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
   return o;
-}
-
-// The k compiled into the search kernels (the query in registers, leaf rows as float4 groups); any
-// other k runs with k read at run time, one float at a time. 7 and 8 are the seeds' (cases 407 and
-// 300-302): at run time 407 took 154 ms against 96.5 for 409 (compiled in) with a third of its leaves.
-#define KNN_V16_COMPILED_DIMS 1, 2, 3, 5, 7, 8, 9, 12, 16
-
-bool compiled_dim(int dim) {
-  for (const int d : {KNN_V16_COMPILED_DIMS})
-    if (d == dim) return true;
-  return false;
-}
-
-// Floats per staged row: rounded up to whole float4s for the compiled-in k (as the kernel does).
-int staged_stride(int dim) { return compiled_dim(dim) ? (dim + 3) / 4 * 4 : dim; }
-
-std::size_t search_shared(int topk, int stage_leaves, int leaf_size, int dim) {
-  return std::size_t(2) * topk * kBlock * 4 + std::size_t(stage_leaves) * leaf_size * (staged_stride(dim) + 1) * 4;
 }
 
 int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
@@ -117,45 +109,6 @@ int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   return int(std::min<std::size_t>(kBlock, std::size_t(o.stage_kib) * 1024 / leaf_bytes));
 }
 
-// `lanes` threads per key; the heap kernel takes its heaps' shared memory.
-void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
-  const std::size_t shared = heap ? search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim) : 0;
-  KNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
-  const long long threads = (long long)a.count * lanes;
-  kernel<<<unsigned((threads + kBlock - 1) / kBlock), kBlock, shared, stream>>>(a);
-  KNN_CUDA_CHECK_LAUNCH();
-}
-
-template <int DIM>
-void launch_search(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
-  switch (lanes) {
-    case 1: return launch_kernel(heap ? kd::search_kernel<DIM, 1> : kd::nearest_kernel<DIM, 1>, a, heap, 1, stream);
-    case 2: return launch_kernel(heap ? kd::search_kernel<DIM, 2> : kd::nearest_kernel<DIM, 2>, a, heap, 2, stream);
-    case 4: return launch_kernel(heap ? kd::search_kernel<DIM, 4> : kd::nearest_kernel<DIM, 4>, a, heap, 4, stream);
-    default: return launch_kernel(heap ? kd::search_kernel<DIM, 8> : kd::nearest_kernel<DIM, 8>, a, heap, 8, stream);
-  }
-}
-
-template <int DIM, int... More>
-void dispatch(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {  // the compiled-in k (compiled_dim), else k = 0
-  if constexpr (DIM == 0) {
-    launch_search<0>(a, heap, lanes, stream);
-  } else if (a.t.dim != DIM) {
-    dispatch<More...>(a, heap, lanes, stream);
-  } else {
-    launch_search<DIM>(a, heap, lanes, stream);
-  }
-}
-
-// Lanes per query: the knob's (`knob`, 0: auto), else the fewest of 1, 2, 4, 8 that give the wave
-// twice the threads the device holds at once; never past 2^31 threads.
-int lanes_for(int knob, long long count, long long resident) {
-  int lanes = knob;
-  if (lanes == 0)
-    for (lanes = 1; lanes < 8 && count * lanes < 2 * resident;) lanes *= 2;
-  while (lanes > 1 && count * lanes > 0x7fffffffLL) lanes /= 2;
-  return lanes;
-}
 
 std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues& params, std::size_t optin) {
   if (p.topk > kMaxTopk) return fmt::format("topk {} over v16's limit of {} (heaps of {} threads in shared memory)", p.topk, kMaxTopk, kBlock);
@@ -185,10 +138,12 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<std::int32_t> indices(p.result_slots(), stream);
   cuda::StreamBuffer<float> distances(p.result_slots(), stream);
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(p.m), stream}, {std::size_t(p.m), stream}};
-  cuda::StreamBuffer<unsigned> remaining(1, stream);
+  constexpr int kSlots = 4;  // waves whose counts of remaining queries may be in flight at once (readback=lag)
+  cuda::StreamBuffer<unsigned> remaining(kSlots, stream);
   cuda::StreamBuffer<unsigned long long> visits(1, stream);
   cuda::StreamBuffer<int> selected(1, stream);  // DeviceSelect's count (the kernel counts too)
-  cuda::PinnedStaging<unsigned> remaining_host(1);
+  cuda::PinnedStaging<unsigned> remaining_host(kSlots);
+  cuda::Event counted[kSlots];
   cuda::PinnedStaging<unsigned long long> visits_host(1);
   std::size_t sort_bytes = 0, select_bytes = 0;
   {
@@ -245,6 +200,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   // keys[cur] holds `items` keys, the `count` active ones first unless finished ones sit among them.
   int cur = 0, items = p.m, count = p.m, sorted_waves = 0;
   std::vector<int> active;
+  const long long split = (long long)plan.leaves * o.tail;  // the last kernel below this many active queries
   const auto partition = [&] {  // the finished queries out, order kept
     timer.begin("query_sort");
     std::size_t bytes = temp.size();
@@ -254,41 +210,92 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     items = count;
     timer.end();
   };
-  while (count > 0) {
-    const bool sort = o.sort && (!o.final_steps || count >= (long long)plan.leaves * o.tail);
-    const bool to_end = o.final_steps && !sort;
-    if (items > count && !sort) partition();
-    if (sort) {  // finished keys (leaf = leaves) sort to the end
-      timer.begin("query_sort");
-      cub::DoubleBuffer<std::uint64_t> k(keys[cur].data(), keys[1 - cur].data());
-      std::size_t bytes = temp.size();
-      KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp.data(), bytes, k, items, 32, 32 + leaf_bits, stream));
-      cur = k.Current() == keys[0].data() ? 0 : 1;
-      items = count;
-      timer.end();
-      ++sorted_waves;
-    }
-    timer.begin(search_phase);
-    KNN_CUDA_TRY(cudaMemsetAsync(remaining.data(), 0, sizeof(unsigned), stream));
-    SearchArgs a{view, queries, p.topk, count, sort ? stage : 0, p.self_join, o.box, active.empty(), to_end,
-                 o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data(),
-                 visits.data(), static_cast<std::int32_t*>(direct ? host_i : nullptr), static_cast<float*>(direct ? host_d : nullptr)};
-    // The heap kernel's auto: 8 lanes in the last kernel, whose queries each run a long chain of leaves
-    // alone, and 1 in the sorted waves, where lanes cost more than they hide (on an H100, docs/v16.md).
-    const int lanes = nearest ? lanes_for(o.lanes, count, resident)
-                      : a.stage_leaves > 0 ? 1
-                      : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, count, resident)
-                                           : lanes_for(to_end ? 8 : 1, count, resident);
-    wave_lanes.push_back(lanes);
-    dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
-    KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data(), remaining.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+  const auto sort_keys = [&] {  // finished keys (leaf = leaves) sort to the end
+    timer.begin("query_sort");
+    cub::DoubleBuffer<std::uint64_t> k(keys[cur].data(), keys[1 - cur].data());
+    std::size_t bytes = temp.size();
+    KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp.data(), bytes, k, items, 32, 32 + leaf_bits, stream));
+    cur = k.Current() == keys[0].data() ? 0 : 1;
     timer.end();
+  };
+  // One launch of wave `w` over `grid` keys; its count of remaining queries goes to slot w % kSlots.
+  // The heap kernel's auto: 8 lanes in the last kernel, whose queries each run a long chain of leaves
+  // alone, and 1 in the sorted waves, where lanes cost more than they hide (on an H100, docs/v16.md).
+  const auto launch = [&](int w, bool to_end, long long grid, const unsigned* count_in, int guard) {
+    SearchArgs a{view, queries, p.topk, int(grid), to_end || !o.sort ? 0 : stage, p.self_join, o.box, w == 0, to_end,
+                 o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data() + w % kSlots,
+                 visits.data(), static_cast<std::int32_t*>(direct ? host_i : nullptr), static_cast<float*>(direct ? host_d : nullptr),
+                 count_in, guard, unsigned(std::min<long long>(split, 0xffffffffLL))};
+    const int lanes = nearest ? lanes_for(o.lanes, grid, resident)
+                      : a.stage_leaves > 0 ? 1
+                      : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, grid, resident)
+                                           : lanes_for(to_end ? 8 : 1, grid, resident);
+    dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
+    return lanes;
+  };
+  const auto read_back = [&](int w) {  // wave w's remaining queries to the host, and an event when there
+    KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data() + w % kSlots, remaining.data() + w % kSlots, sizeof(unsigned),
+                                 cudaMemcpyDeviceToHost, stream));
+    counted[w % kSlots].record(stream);
+  };
+  if (!(o.lag && o.sort && o.final_steps)) {
+    // readback=wait (or sort or final off): the host reads each wave's count before it queues the next.
+    for (int w = 0; count > 0; ++w) {
+      const bool sort = o.sort && (!o.final_steps || count >= split);
+      const bool to_end = o.final_steps && !sort;
+      if (items > count && !sort) partition();
+      if (sort) sort_keys(), items = count, ++sorted_waves;
+      timer.begin(search_phase);
+      KNN_CUDA_TRY(cudaMemsetAsync(remaining.data() + w % kSlots, 0, sizeof(unsigned), stream));
+      wave_lanes.push_back(launch(w, to_end, count, nullptr, 0));
+      read_back(w);
+      timer.end();
+      stream.synchronize();
+      active.push_back(count);
+      cur = 1 - cur;
+      count = int(remaining_host.data()[w % kSlots]);
+      if (to_end && count != 0) throw std::runtime_error(fmt::format("v16: {} queries unfinished after the last wave", count));
+      if (count > 0 && !(o.final_steps && o.sort)) partition();
+    }
+  } else {
+    // readback=lag: wave w is queued while wave w-1 runs. Its keys are the ones wave w-1 held (their
+    // number read back from wave w-2), and its exact count stays on the device: after the first wave
+    // each wave is a pair of launches on that count, a sorted wave from `split` queries, else the
+    // last kernel, and the other half returns at once. The host learns which ran one wave late.
+    std::vector<std::array<int, 2>> pair_lanes;  // per wave: the sorted wave's lanes, the last kernel's
+    int last = -1;
+    for (int w = 0; last < 0; ++w) {
+      if (w >= 2) {  // wave w-1's count: the keys of wave w, and which half of wave w-1 ran
+        KNN_CUDA_TRY(cudaEventSynchronize(counted[(w - 2) % kSlots].get()));
+        items = int(remaining_host.data()[(w - 2) % kSlots]);
+        active.push_back(items);
+        const bool ended = items < split;
+        wave_lanes.push_back(pair_lanes[w - 1][ended ? 1 : 0]);
+        sorted_waves += ended ? 0 : 1;
+        if (ended) { last = w - 1; break; }
+      }
+      const bool to_end = w == 0 && p.m < split;  // the first wave's count is m, known here
+      if (w > 0 || !to_end) sort_keys();
+      timer.begin(search_phase);
+      KNN_CUDA_TRY(cudaMemsetAsync(remaining.data() + w % kSlots, 0, sizeof(unsigned), stream));
+      const unsigned* count_in = w == 0 ? nullptr : remaining.data() + (w - 1) % kSlots;
+      std::array<int, 2> lanes{0, 0};
+      if (!to_end) lanes[0] = launch(w, false, items, count_in, w == 0 ? 0 : 1);
+      if (w > 0 || to_end) lanes[1] = launch(w, true, w == 0 ? p.m : std::min<long long>(items, split), count_in, w == 0 ? 0 : 2);
+      read_back(w);
+      timer.end();
+      pair_lanes.push_back(lanes);
+      cur = 1 - cur;
+      if (w == 0) {
+        active.push_back(p.m);
+        wave_lanes.push_back(to_end ? lanes[1] : lanes[0]);
+        sorted_waves += to_end ? 0 : 1;
+        if (to_end) last = 0;
+      }
+    }
     stream.synchronize();
-    active.push_back(count);
-    cur = 1 - cur;
-    count = int(*remaining_host.data());
-    if (to_end && count != 0) throw std::runtime_error(fmt::format("v16: {} queries unfinished after the last wave", count));
-    if (count > 0 && !(o.final_steps && o.sort)) partition();
+    if (const unsigned left = remaining_host.data()[last % kSlots]; left != 0)
+      throw std::runtime_error(fmt::format("v16: {} queries unfinished after the last wave", left));
   }
   if (!direct) {
     timer.begin("d2h");
@@ -330,7 +337,10 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       p.self_join ? "" : overlap ? ", the queries copied during the build" : ", the queries copied before the build (overlap=off)",
       o.box ? "box" : "median",
       o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
-      o.final_steps ? fmt::format("on (the last kernel below {} active queries)", (long long)plan.leaves * o.tail) : "off",
+      o.final_steps ? fmt::format("on (the last kernel below {} active queries; {})", split,
+                                  o.lag && o.sort ? "each wave's count read one wave late, the sorted wave and the last kernel queued as a pair"
+                                                  : "each wave's count waited for")
+                    : "off",
       o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,

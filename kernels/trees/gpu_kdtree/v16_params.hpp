@@ -41,6 +41,11 @@ inline std::vector<ParamDecl> v16_params() {
                 "how the answers reach the output: direct (the heap kernel writes each finished query's row into a pinned output "
                 "during the waves; topk 1 without a self-join, and pageable outputs, copy), copy (one copy after the search), or "
                 "auto (direct from topk 32: rows of 128 bytes)"),
+      P::choice("readback", "lag", {"lag", "wait"},
+                "how the host learns each wave's count of remaining queries: lag (read one wave late, so the next wave is queued "
+                "while one runs; each wave after the first is then a pair of launches, a sorted wave and the last kernel, that pick "
+                "on the device by the exact count), or wait (the host waits for each wave's count before it queues the next; "
+                "taken anyway with sort or final off)"),
       P::integer("stage_kib", 0, 0, 160, "shared memory for staged leaves, KiB (default 0: an H100 reads a shared leaf through L1 faster)",
                  "KNN_V16_STAGE_KIB"),
   };
