@@ -268,6 +268,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       if (w >= 2) {  // wave w-1's count: the keys of wave w, and which half of wave w-1 ran
         KNN_CUDA_TRY(cudaEventSynchronize(counted[(w - 2) % kSlots].get()));
         items = int(remaining_host.data()[(w - 2) % kSlots]);
+        if (items == 0) { last = w - 1; break; }  // wave w-2 finished every query: wave w-1's pair had nothing to do
         active.push_back(items);
         const bool ended = items < split;
         wave_lanes.push_back(pair_lanes[w - 1][ended ? 1 : 0]);
