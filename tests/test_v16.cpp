@@ -38,15 +38,14 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, sort_tiles;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
     for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"leaf", leaf}, {"test", test}, {"sort", sort},
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
                                      {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
-                                     {"segment_rows", segment_rows}, {"readback", readback},
-                                     {"sort_tiles", sort_tiles}})
+                                     {"segment_rows", segment_rows}, {"readback", readback}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -91,10 +90,6 @@ const std::vector<Knobs>& knob_settings() {
       // wave late, the others above with it): at the defaults, and with many short waves (tail 1).
       {"readback_wait", "", "", "", "", "", "", "", "", "", "", "", "", "wait"},
       {"leaf8_tail1_readback_wait", "8", "", "", "", "", "", "1", "", "", "", "", "", "wait"},
-      // The radix sorts on CUB's own tiles (auto gives these small shapes the small ones), and small
-      // tiles with one radix sort per level of the build.
-      {"sort_tiles_cub", "", "", "", "", "", "", "", "", "", "", "", "", "", "cub"},
-      {"leaf8_radix_build_small_tiles", "8", "", "", "", "", "", "", "", "", "", "", "0", "", "small"},
   };
   return k;
 }
@@ -165,7 +160,6 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
     EXPECT_NE(path.find(knobs.readback == "wait" || knobs.sort == "off" ? "each wave's count waited for" : "each wave's count read one wave late"),
               std::string::npos)
         << path;
-  EXPECT_NE(path.find("(sort_tiles=" + (knobs.sort_tiles.empty() ? std::string("auto") : knobs.sort_tiles) + ")"), std::string::npos) << path;
   if (!knobs.stage.empty()) EXPECT_NE(path.find("stage_kib=" + knobs.stage), std::string::npos) << path;
   if (!knobs.tail.empty()) EXPECT_NE(path.find("tail=" + knobs.tail), std::string::npos) << path;
   // The wave trace starts with every query active in wave 1.

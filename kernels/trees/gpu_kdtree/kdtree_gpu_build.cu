@@ -11,7 +11,6 @@
 #include <cstdint>
 
 #include "core/cuda/error.hpp"
-#include "kernels/trees/gpu_kdtree/radix_tiles.cuh"
 
 namespace knn::kd {
 
@@ -173,7 +172,7 @@ __global__ void finish_boxes_kernel(unsigned* __restrict__ lo, unsigned* __restr
   }
 }
 
-std::size_t sort_temp_bytes(const LeafPlan& plan, std::int64_t segment_rows, bool small, cudaStream_t stream) {
+std::size_t sort_temp_bytes(const LeafPlan& plan, std::int64_t segment_rows, cudaStream_t stream) {
   const std::int64_t padded = plan.padded();
   std::size_t most = 1;
   for (int level = 0; level < plan.levels; ++level) {
@@ -186,7 +185,7 @@ std::size_t sort_temp_bytes(const LeafPlan& plan, std::int64_t segment_rows, boo
     } else {
       cub::DoubleBuffer<std::uint64_t> k(nullptr, nullptr);
       cub::DoubleBuffer<std::int32_t> v(nullptr, nullptr);
-      KNN_CUDA_TRY(knn::gpu::radix_sort(small, nullptr, bytes, k, v, int(padded), 0, 64, stream));
+      KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, int(padded), 0, 64, stream));
     }
     most = std::max(most, bytes);
   }
@@ -215,8 +214,7 @@ std::size_t device_bytes(const LeafPlan& plan, int dim) {
   return tree + scratch;
 }
 
-DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, long long small_tiles_below,
-                          cudaStream_t stream) {
+DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, cudaStream_t stream) {
   DeviceKdTree t;
   t.plan = plan;
   t.dim = dim;
@@ -233,8 +231,7 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, st
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
   cuda::StreamBuffer<std::int32_t> order[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};
   cuda::StreamBuffer<std::int32_t> offsets(std::size_t(plan.leaves) + 1, stream);  // a segmented level's node offsets
-  const bool small = plan.padded() < small_tiles_below;  // every level sorts all padded rows
-  const std::size_t temp_bytes = sort_temp_bytes(plan, segment_rows, small, stream);
+  const std::size_t temp_bytes = sort_temp_bytes(plan, segment_rows, stream);
   cuda::StreamBuffer<unsigned char> temp(temp_bytes, stream);
 
   auto* lo = reinterpret_cast<unsigned*>(t.lo.data());
@@ -266,7 +263,7 @@ DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, st
       keys_kernel<<<grid_for(padded), kThreads, 0, stream>>>(cur_points, dim, padded, seg, first, lo, hi, t.split_dim.data(),
                                                              k.Current(), v.Current());
       KNN_CUDA_CHECK_LAUNCH();
-      KNN_CUDA_TRY(knn::gpu::radix_sort(small, temp.data(), bytes, k, v, int(padded), 0, 32 + level, stream));
+      KNN_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, k, v, int(padded), 0, 32 + level, stream));
       sorted = v.Current();
     }
     gather_kernel<<<grid_for(padded * dim), kThreads, 0, stream>>>(cur_points, cur_index, sorted, padded, dim, seg, first,

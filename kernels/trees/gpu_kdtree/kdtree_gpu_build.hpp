@@ -35,9 +35,7 @@ inline int box_pad(int dim) { return (dim + 3) / 4 * 4; }
 // Enqueues the build of the tree of n device rows (row-major n x dim) on `stream`. A level whose nodes
 // hold at most segment_rows rows sorts each node as a segment of its own (cub::DeviceSegmentedSort
 // of the coordinates) instead of one radix sort of (node, coordinate) keys over all rows (0: never).
-// Radix sorts of fewer than small_tiles_below keys take smaller onesweep tiles (kernels/trees/gpu_kdtree/radix_tiles.cuh).
-DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, long long small_tiles_below,
-                          cudaStream_t stream);
+DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, cudaStream_t stream);
 
 // Device bytes build_device allocates, at most (tree plus scratch).
 std::size_t device_bytes(const LeafPlan& plan, int dim);

@@ -24,8 +24,8 @@
 // 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
 // answers=auto|direct|copy (direct: the heap kernel writes finished rows into a pinned output during
 // the waves, so no copy follows the search; auto, the default: direct from topk 32), readback=lag|wait
-// (each wave's count read one wave late, the next wave queued meanwhile: default lag), sort_tiles=auto|cub|small
-// (radix_tiles.cuh). Distances use v0's roundings, so rows equal v0's, ties included.
+// (each wave's count of remaining queries read one wave late, the next wave queued meanwhile: default lag). Distances use v0's roundings, so rows equal v0's,
+// ties included.
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -34,7 +34,6 @@
 #include <array>
 #include <cstdint>
 #include <cstdlib>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -48,7 +47,6 @@
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_launch.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_waves.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
-#include "kernels/trees/gpu_kdtree/radix_tiles.cuh"
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/device/topk_supports.hpp"
 #include "kernels/trees/gpu_kdtree/v16_params.hpp"
@@ -81,7 +79,6 @@ struct Options {
   int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
   bool overlap = true;  // the queries copied during the build
   bool lag = true;      // readback=lag: each wave's count read back one wave late
-  std::string sort_tiles = "auto";  // the radix sorts' onesweep tiles: auto, cub, small
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string source;  // the parameters the user set, " name=value" each
 };
@@ -99,7 +96,6 @@ Options options_from(const knn::ParamValues& v) {
   o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
   o.overlap = v.on("overlap");
   o.lag = v.text("readback") == "lag";
-  o.sort_tiles = v.text("sort_tiles");
   o.segment_rows = v.integer("segment_rows");
   o.box = v.text("test") == "box";
   o.answers = v.text("answers");
@@ -149,20 +145,10 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::PinnedStaging<unsigned> remaining_host(kSlots);
   cuda::Event counted[kSlots];
   cuda::PinnedStaging<unsigned long long> visits_host(1);
-  // sort_tiles: radix sorts of fewer keys than this take small onesweep tiles (auto: where CUB's own
-  // would give fewer blocks than the device has SMs).
-  const long long small_below = o.sort_tiles == "cub"     ? 0
-                                : o.sort_tiles == "small" ? std::numeric_limits<long long>::max()
-                                                          : knn::gpu::kCubTile64 * std::max(ctx.env.devices[0].sm_count, 1);
   std::size_t sort_bytes = 0, select_bytes = 0;
   {
     cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
-    cub::DoubleBuffer<cub::NullType> none;
-    for (const bool small : {false, true}) {
-      std::size_t bytes = 0;
-      KNN_CUDA_TRY(knn::gpu::radix_sort(small, nullptr, bytes, k, none, p.m, 32, 64, stream));
-      sort_bytes = std::max(sort_bytes, bytes);
-    }
+    KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, k, p.m, 32, 64, stream));
     KNN_CUDA_TRY(cub::DeviceSelect::If(nullptr, select_bytes, keys[0].data(), keys[1].data(), selected.data(), p.m,
                                        kd::StillActive{unsigned(plan.leaves)}, stream));
   }
@@ -187,7 +173,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   timer.end();
   timer.begin("build_tree");
-  const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, o.segment_rows, small_below, stream);
+  const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, o.segment_rows, stream);
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();
   const TreeView view = kd::view_of(tree);
@@ -227,9 +213,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const auto sort_keys = [&] {  // finished keys (leaf = leaves) sort to the end
     timer.begin("query_sort");
     cub::DoubleBuffer<std::uint64_t> k(keys[cur].data(), keys[1 - cur].data());
-    cub::DoubleBuffer<cub::NullType> none;
     std::size_t bytes = temp.size();
-    KNN_CUDA_TRY(knn::gpu::radix_sort(items < small_below, temp.data(), bytes, k, none, items, 32, 32 + leaf_bits, stream));
+    KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp.data(), bytes, k, items, 32, 32 + leaf_bits, stream));
     cur = k.Current() == keys[0].data() ? 0 : 1;
     timer.end();
   };
@@ -324,11 +309,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   int first_segmented = 1;  // the build's first level sorted node by node, if any
   while (first_segmented < plan.levels && !kd::segmented_level(plan.padded(), first_segmented, o.segment_rows)) ++first_segmented;
   const std::string build_sorts =
-      (first_segmented < plan.levels ? fmt::format(", the build's levels {}-{} sorted node by node (nodes of at most {} rows)", first_segmented,
-                                                   plan.levels - 1, o.segment_rows)
-                                     : std::string()) +
-      (o.sort_tiles == "auto" ? fmt::format(", radix sorts of fewer than {} keys on small tiles (sort_tiles=auto)", small_below)
-                              : fmt::format(", radix sorts on {} tiles (sort_tiles={})", o.sort_tiles == "cub" ? "CUB's" : "small", o.sort_tiles));
+      first_segmented < plan.levels ? fmt::format(", the build's levels {}-{} sorted node by node (nodes of at most {} rows)", first_segmented,
+                                                  plan.levels - 1, o.segment_rows)
+                                    : std::string();
   // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
   // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plots/plot_waves.py).
   std::string trace;

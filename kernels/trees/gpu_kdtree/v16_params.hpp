@@ -41,9 +41,6 @@ inline std::vector<ParamDecl> v16_params() {
                 "how the answers reach the output: direct (the heap kernel writes each finished query's row into a pinned output "
                 "during the waves; topk 1 without a self-join, and pageable outputs, copy), copy (one copy after the search), or "
                 "auto (direct from topk 32: rows of 128 bytes)"),
-      P::choice("sort_tiles", "auto", {"auto", "cub", "small"},
-                "the radix sorts' onesweep tiles (the build's levels, the waves' keys): cub (CUB's tuning, 5 760 64-bit keys a "
-                "block), small (1 280), or auto (small where CUB's tiles would give fewer blocks than the device has SMs)"),
       P::choice("readback", "lag", {"lag", "wait"},
                 "how the host learns each wave's count of remaining queries: lag (read one wave late, so the next wave is queued "
                 "while one runs; each wave after the first is then a pair of launches, a sorted wave and the last kernel, that pick "
