@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -26,6 +27,9 @@
 #include "kernels/trees/gpu_kdtree/kd_leaves.hpp"
 #include "kernels/trees/gpu_kdtree/v16_params.hpp"
 #include "test_support.hpp"
+#if KNN_HAVE_CUDA
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_build.hpp"
+#endif
 
 using namespace knn;
 
@@ -38,14 +42,14 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, build;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
     for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"leaf", leaf}, {"test", test}, {"sort", sort},
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
                                      {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
-                                     {"segment_rows", segment_rows}, {"readback", readback}})
+                                     {"segment_rows", segment_rows}, {"readback", readback}, {"build", build}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -83,9 +87,14 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf8_overlap_off_lanes2", "8", "", "", "", "", "", "", "", "2", "", "off"},
       // The build's sorts: one radix sort per level, every level but the root node by node, and only
       // the levels of nodes up to 64 rows (the default takes those up to 8192).
-      {"leaf8_radix_build", "8", "", "", "", "", "", "", "", "", "", "", "0"},
-      {"leaf4_segmented_build", "4", "", "", "", "", "", "", "", "", "", "", "1073741824"},
-      {"leaf16_segmented64_median", "16", "median", "", "", "", "", "", "", "", "", "", "64"},
+      {"leaf8_radix_build", "8", "", "", "", "", "", "", "", "", "", "", "0", "", "sort"},
+      {"leaf4_segmented_build", "4", "", "", "", "", "", "", "", "", "", "", "1073741824", "", "sort"},
+      {"leaf16_segmented64_median", "16", "median", "", "", "", "", "", "", "", "", "", "64", "", "sort"},
+      // The build: by sorts at the defaults, and from lists at every k (auto stops at 16) with many
+      // levels and leaves of padding alone (leaf 2 and 4).
+      {"build_sort", "", "", "", "", "", "", "", "", "", "", "", "", "", "sort"},
+      {"leaf4_build_lists", "4", "", "", "", "", "", "", "", "", "", "", "", "", "lists"},
+      {"leaf2_build_lists_median", "2", "median", "", "", "", "", "", "", "", "", "", "", "", "lists"},
       // The host waiting for each wave's count before it queues the next (the default reads it one
       // wave late, the others above with it): at the defaults, and with many short waves (tail 1).
       {"readback_wait", "", "", "", "", "", "", "", "", "", "", "", "", "wait"},
@@ -169,7 +178,10 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(registers ? "nearest pair in registers" : "top-k heaps in shared memory"), std::string::npos) << path;
   if (registers && !knobs.lanes.empty())
     EXPECT_NE(path.find("lanes per query per wave: " + knobs.lanes), std::string::npos) << path;
-  // With segment_rows=0 every level of the build is one radix sort.
+  // The build as set; auto from lists up to 16 dimensions. With segment_rows=0 every level of the
+  // sort build is one radix sort.
+  const bool lists = knobs.build == "lists" || (knobs.build.empty() && c.dim <= kd::kListsAutoMaxDim);
+  EXPECT_NE(path.find(lists ? ", built from presorted lists (build=" : ", built by a sort per level (build="), std::string::npos) << path;
   if (knobs.segment_rows == "0") EXPECT_EQ(path.find("sorted node by node"), std::string::npos) << path;
   // Separate queries go up during the build unless overlap=off.
   if (!c.self_join)
@@ -285,6 +297,135 @@ TEST(V16LeafPlan, MinimumLeafByTopkAndTheBuildsSegmentedLevels) {
   }
 }
 
+// v16.build: lists as asked, sort as asked, auto from lists up to 16 dimensions; the lists need
+// dim x padded below 2^31 (a forced build=lists beyond that is a limit, below).
+TEST(V16Build, AutoTakesListsUpTo16DimensionsWhereTheyFit) {
+  EXPECT_TRUE(kd::build_from_lists("lists", 33, 1000));
+  EXPECT_FALSE(kd::build_from_lists("sort", 3, 1000));
+  EXPECT_TRUE(kd::build_from_lists("auto", 1, 1000));
+  EXPECT_TRUE(kd::build_from_lists("auto", 16, 1 << 20));
+  EXPECT_FALSE(kd::build_from_lists("auto", 17, 1 << 20));
+  EXPECT_TRUE(kd::lists_fit(16, (std::int64_t(1) << 27) - 1));
+  EXPECT_FALSE(kd::lists_fit(16, std::int64_t(1) << 27));
+  EXPECT_FALSE(kd::build_from_lists("auto", 16, std::int64_t(1) << 27));
+  EXPECT_TRUE(kd::build_from_lists("auto", 2, (std::int64_t(1) << 30) - 1));
+  EXPECT_FALSE(kd::build_from_lists("auto", 2, std::int64_t(1) << 30));
+}
+
+#if KNN_HAVE_CUDA
+// One tree against its definition; returns the first fault ("" when none). The rows are the
+// references, each once (padding: +inf, index -1); every node's lo and hi are the least and largest
+// coordinates of its real rows (+inf and -inf without one) and the packed box repeats them (0 in its
+// padding floats); an internal node's split dimension is the one of largest spread (the first on a
+// tie), its split value the least split coordinate of its upper half (the first after the node's
+// sort), and no row of its lower half is above it.
+std::string tree_fault(const kd::HostKdTree& t, const std::vector<float>& src, int dim) {
+  const kd::LeafPlan& plan = t.plan;
+  const std::int64_t padded = plan.padded();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<int> seen(std::size_t(plan.n), 0);
+  for (std::int64_t r = 0; r < padded; ++r) {
+    const std::int32_t id = t.index[r];
+    if (id >= plan.n) return fmt::format("row {}: index {} of {}", r, id, plan.n);
+    if (id >= 0 && ++seen[id] > 1) return fmt::format("row {}: index {} twice", r, id);
+    for (int d = 0; d < dim; ++d)
+      if (t.points[r * dim + d] != (id < 0 ? inf : src[std::size_t(id) * dim + d]))
+        return fmt::format("row {} (index {}), dimension {}: {}", r, id, d, t.points[r * dim + d]);
+  }
+  if (std::count(t.index.begin(), t.index.end(), -1) != plan.padding()) return "padding rows miscounted";
+  const int pad = kd::box_pad(dim);
+  for (int level = 0; level <= plan.levels; ++level) {
+    const std::int64_t count = std::int64_t(1) << level, seg = padded >> level;
+    for (std::int64_t v = 0; v < count; ++v) {
+      const std::int64_t node = count - 1 + v, begin = v * seg;
+      int best = 0;
+      float spread = -inf;
+      for (int d = 0; d < pad; ++d) {
+        float lo = 0.f, hi = 0.f;
+        if (d < dim) {
+          lo = inf, hi = -inf;
+          for (std::int64_t r = begin; r < begin + seg; ++r)
+            if (t.index[r] >= 0) lo = std::min(lo, t.points[r * dim + d]), hi = std::max(hi, t.points[r * dim + d]);
+          if (t.lo[node * dim + d] != lo || t.hi[node * dim + d] != hi)
+            return fmt::format("node {} dimension {}: box [{}, {}], its rows [{}, {}]", node, d, t.lo[node * dim + d], t.hi[node * dim + d], lo, hi);
+          if (hi - lo > spread) spread = hi - lo, best = d;
+        }
+        if (t.box[node * 2 * pad + d] != lo || t.box[node * 2 * pad + pad + d] != hi) return fmt::format("node {}: packed box, slot {}", node, d);
+      }
+      if (level == plan.levels) continue;
+      if (t.split_dim[node] != best) return fmt::format("node {}: split dimension {}, widest {}", node, t.split_dim[node], best);
+      const float split = t.split[node];
+      float upper = inf;  // the least split coordinate of the upper half, padding (+inf) included
+      for (std::int64_t r = begin + seg / 2; r < begin + seg; ++r) upper = std::min(upper, t.points[r * dim + best]);
+      if (split != upper) return fmt::format("node {}: split value {}, its upper half's least {}", node, split, upper);
+      for (std::int64_t r = begin; r < begin + seg; ++r)
+        if (r < begin + seg / 2 ? t.points[r * dim + best] > split : t.points[r * dim + best] < split)
+          return fmt::format("node {}: row {} ({}) on the wrong side of {}", node, r, t.points[r * dim + best], split);
+    }
+  }
+  return "";
+}
+
+// Both builds on small awkward shapes: one point, leaves of padding alone (leaf 1 and 2), ties at
+// every median, duplicates, clusters, k = 1 to 20. Each tree holds its definition (tree_fault), and
+// where every dimension's coordinates differ the lists give the radix and the segmented builds'
+// tree array for array (the leaves' rows as sets: their order inside a leaf is free).
+TEST(GpuV16Build, ListsAndSortsBuildValidTreesAndTheSameTreeFromDistinctCoordinates) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  struct Shape {
+    std::int64_t n;
+    int dim, min_leaf;
+    Distribution dist;
+    std::uint32_t integer_max;
+  };
+  const std::vector<Shape> shapes = {
+      {1, 3, 4, Distribution::uniform, 100},        {5, 2, 1, Distribution::uniform, 100},       {300, 2, 1, Distribution::uniform, 100},
+      {1000, 3, 4, Distribution::uniform, 100},     {1500, 5, 8, Distribution::uniform, 100},    {700, 16, 2, Distribution::uniform, 100},
+      {1000, 3, 4, Distribution::integers, 3},      {777, 8, 4, Distribution::integers, 2},      {4097, 3, 16, Distribution::duplicates, 100},
+      {20000, 5, 16, Distribution::clusters, 100},  {3000, 1, 8, Distribution::uniform, 100},    {5000, 20, 8, Distribution::uniform, 100},
+      {2049, 9, 2, Distribution::integers, 1},
+  };
+  int compared = 0;
+  for (const Shape& s : shapes) {
+    std::vector<float> pts(std::size_t(s.n) * s.dim);
+    generate_points(s.dist, 4242 + s.n, PointSet::references, s.dim, std::size_t(s.n), pts.data(), s.integer_max);
+    const kd::LeafPlan plan = kd::plan_leaves(s.n, s.min_leaf);
+    const std::string name = fmt::format("n{}_k{}_leaf{}_{}", s.n, s.dim, s.min_leaf, to_string(s.dist));
+    const kd::HostKdTree lists = kd::build_on_device(pts.data(), plan, s.dim, true, 0);
+    const kd::HostKdTree radix = kd::build_on_device(pts.data(), plan, s.dim, false, 0);
+    const kd::HostKdTree segmented = kd::build_on_device(pts.data(), plan, s.dim, false, 1 << 30);
+    EXPECT_EQ(tree_fault(lists, pts, s.dim), "") << name << ", lists";
+    EXPECT_EQ(tree_fault(radix, pts, s.dim), "") << name << ", radix sorts";
+    EXPECT_EQ(tree_fault(segmented, pts, s.dim), "") << name << ", segmented sorts";
+    bool distinct = true;
+    for (int d = 0; d < s.dim && distinct; ++d) {
+      std::vector<float> column(std::size_t(s.n));
+      for (std::int64_t r = 0; r < s.n; ++r) column[r] = pts[r * s.dim + d];
+      std::sort(column.begin(), column.end());
+      distinct = std::adjacent_find(column.begin(), column.end()) == column.end();
+    }
+    if (!distinct) continue;
+    ++compared;
+    for (const kd::HostKdTree* other : {&radix, &segmented}) {
+      EXPECT_EQ(lists.lo, other->lo) << name;
+      EXPECT_EQ(lists.hi, other->hi) << name;
+      EXPECT_EQ(lists.box, other->box) << name;
+      EXPECT_EQ(lists.split_dim, other->split_dim) << name;
+      EXPECT_EQ(lists.split, other->split) << name;
+      for (std::int64_t leaf = 0; leaf < plan.leaves; ++leaf) {
+        const auto from = std::size_t(leaf * plan.leaf_size), to = from + std::size_t(plan.leaf_size);
+        std::vector<std::int32_t> a(lists.index.begin() + from, lists.index.begin() + to), b(other->index.begin() + from, other->index.begin() + to);
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        EXPECT_EQ(a, b) << name << ", leaf " << leaf;
+      }
+    }
+  }
+  EXPECT_GE(compared, 4) << "too few shapes with distinct coordinates to compare the builds";
+}
+#endif
+
 // v16.answers: direct and copy as asked; auto direct from topk 32 (measured: 32 gained, 5 lost).
 TEST(V16Answers, AutoTakesDirectFromTopk32) {
   EXPECT_TRUE(knn::gpu::v16_direct_wanted("direct", 1));
@@ -349,7 +490,7 @@ TEST(V16Supports, ParametersAndLimits) {
   // builds without CUDA too.
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
            {"leaf", "-1"}, {"leaf", "x"}, {"leaf", "9000"}, {"sort", "2"}, {"sort", "1"}, {"final", "yes"}, {"test", "plane"},
-           {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}})
+           {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}, {"build", "tree"}})
     EXPECT_THROW(ParamValues("v16", knn::gpu::v16_params(), {{name, bad}}), ParamError) << name << "=" << bad;
   const VersionDesc* v = Registry::instance().find("v16");
   if (v == nullptr) GTEST_SKIP() << "v16 is built only with CUDA: not registered in this build";
@@ -374,6 +515,15 @@ TEST(V16Supports, ParametersAndLimits) {
   p.dim = 3;
   p.n = 0;
   EXPECT_NE(v->supports(p, env).value_or("").find("at least one point"), std::string::npos);
+  // build=lists where its lists would reach 2^31 entries (not allocated: supports only plans).
+  p.n = std::int64_t(1) << 30;
+  p.dim = 2;
+  env.params = knn::testing::params_for("v16", {{"build", "lists"}});
+  EXPECT_NE(v->supports(p, env).value_or("").find("build=lists: 2 dimensions x 1073741824 padded rows reach 2^31 list entries"),
+            std::string::npos)
+      << v->supports(p, env).value_or("");
+  env.params = knn::testing::params_for("v16", {{"build", "sort"}});
+  EXPECT_FALSE(v->supports(p, env).has_value()) << v->supports(p, env).value_or("");
 }
 
 }  // namespace

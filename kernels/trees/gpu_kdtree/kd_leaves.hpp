@@ -8,6 +8,7 @@
 // Host code only: the CPU tests check the rule.
 #include <cstdint>
 #include <stdexcept>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -46,6 +47,17 @@ inline int leaf_for(int knob, int topk) { return knob > 0 ? knob : topk >= 32 ? 
 // node on its own (a segmented sort) instead of one radix sort over all rows.
 inline bool segmented_level(std::int64_t padded, int level, std::int64_t segment_rows) {
   return level > 0 && (padded >> level) <= segment_rows;
+}
+
+// The build from presorted lists keeps dim lists of padded int32 entries and scans them as one, so
+// it needs dim x padded below 2^31.
+inline bool lists_fit(int dim, std::int64_t padded) { return std::int64_t(dim) * padded < (std::int64_t(1) << 31); }
+
+// v16.build: "lists", "sort", or "auto": lists up to kListsAutoMaxDim dimensions where they fit.
+inline constexpr int kListsAutoMaxDim = 16;
+inline bool build_from_lists(std::string_view build, int dim, std::int64_t padded) {
+  if (build == "lists") return true;
+  return build == "auto" && dim <= kListsAutoMaxDim && lists_fit(dim, padded);
 }
 
 }  // namespace knn::kd

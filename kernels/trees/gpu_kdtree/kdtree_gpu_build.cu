@@ -11,25 +11,16 @@
 #include <cstdint>
 
 #include "core/cuda/error.hpp"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_build_common.cuh"
 
 namespace knn::kd {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-unsigned grid_for(std::int64_t items) {
-  return unsigned(std::min<std::int64_t>((items + kThreads - 1) / kThreads, 1 << 20));
-}
-
-// Floats as unsigned integers in the same order (+inf last), for atomicMin/Max and radix keys.
-__device__ __forceinline__ unsigned ordered(float f) {
-  const unsigned u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ float unordered(unsigned u) {
-  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
-}
+using detail::grid_for;
+using detail::kThreads;
+using detail::ordered;
+using detail::unordered;
 
 // The padded rows (padding at +inf, index -1) and every node's box emptied (lo = ordered(+inf),
 // hi = ordered(-inf)), in one launch.
@@ -208,24 +199,17 @@ std::size_t device_bytes(const LeafPlan& plan, int dim) {
   const std::size_t tree = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
                            nodes * 2 * (dim + box_pad(dim)) * sizeof(float) +
                            std::size_t(plan.leaves) * (sizeof(std::int32_t) + sizeof(float));
-  const std::size_t scratch = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
-                              padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20) +
-                              std::size_t(plan.leaves) * sizeof(std::int32_t);
-  return tree + scratch;
+  const std::size_t sorts = padded * (dim * sizeof(float) + sizeof(std::int32_t)) +
+                            padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20) +
+                            std::size_t(plan.leaves) * sizeof(std::int32_t);
+  // The lists build: keys and lists, two of each, the flags, and the sort's and the scan's scratch.
+  const std::size_t lists = padded * dim * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded + padded * dim * 2 + (1u << 20);
+  return tree + std::max(sorts, lists);
 }
 
 DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, cudaStream_t stream) {
-  DeviceKdTree t;
-  t.plan = plan;
-  t.dim = dim;
+  DeviceKdTree t = detail::allocate_tree(plan, dim, stream);
   const std::int64_t padded = plan.padded(), nodes = plan.nodes();
-  t.points = cuda::StreamBuffer<float>(std::size_t(padded) * dim, stream);
-  t.index = cuda::StreamBuffer<std::int32_t>(std::size_t(padded), stream);
-  t.lo = cuda::StreamBuffer<float>(std::size_t(nodes) * dim, stream);
-  t.hi = cuda::StreamBuffer<float>(std::size_t(nodes) * dim, stream);
-  t.split_dim = cuda::StreamBuffer<std::int32_t>(std::size_t(plan.leaves), stream);
-  t.split = cuda::StreamBuffer<float>(std::size_t(plan.leaves), stream);
-  t.box = cuda::StreamBuffer<float>(std::size_t(nodes) * 2 * box_pad(dim), stream);
   cuda::StreamBuffer<float> other_points(std::size_t(padded) * dim, stream);
   cuda::StreamBuffer<std::int32_t> other_index(std::size_t(padded), stream);
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(padded), stream}, {std::size_t(padded), stream}};

@@ -1,16 +1,24 @@
 #pragma once
 // A balanced kd-tree built entirely on the GPU (v16, after seed 004; kd_leaves.hpp has the leaf
 // plan). The padded references (padding rows at +inf, index -1) are split level by level, every node
-// of a level at once: one kernel finds each node's box, the keys' kernel picks the dimension of
-// largest spread, one CUB radix sort orders the rows of every node by (node, coordinate) (or a
-// segmented sort each node's coordinates, where the nodes are small), and a gather moves the rows
-// and writes the split value of each node: the first coordinate of its upper half. Nothing goes back to
-// the host between levels. The tree is arrays in heap order (node v: children 2v + 1, 2v + 2; leaf
+// of a level at once, at the median of the node's dimension of largest spread; the split value of a
+// node is the first coordinate of its upper half. Nothing goes back to the host between levels. Two
+// builds give trees of the same shape (the same rows in each node wherever coordinates differ; ties
+// at a median may go either way):
+// - by sorts (build_device, kdtree_gpu_build.cu): per level a kernel finds each node's box, the keys'
+//   kernel picks the split dimension, one CUB radix sort orders the rows of every node by (node,
+//   coordinate) (or a segmented sort each node's coordinates, where the nodes are small), and a gather
+//   moves the rows;
+// - from presorted lists (build_device_lists, kdtree_gpu_build_lists.cu): one radix sort orders the
+//   rows along every dimension at the start, and each level then only partitions those lists stably
+//   (a flag per row and one scan), so that every node's rows stay sorted along every dimension and
+//   its box, split dimension and split value are read off the ends and the middle of its lists. The tree is arrays in heap order (node v: children 2v + 1, 2v + 2; leaf
 // j is node L - 1 + j and holds rows [j S, (j + 1) S)). CUDA builds only.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/cuda/buffers.hpp"
 #include "kernels/trees/gpu_kdtree/kd_leaves.hpp"
@@ -37,7 +45,19 @@ inline int box_pad(int dim) { return (dim + 3) / 4 * 4; }
 // of the coordinates) instead of one radix sort of (node, coordinate) keys over all rows (0: never).
 DeviceKdTree build_device(const float* points, const LeafPlan& plan, int dim, std::int64_t segment_rows, cudaStream_t stream);
 
-// Device bytes build_device allocates, at most (tree plus scratch).
+// The same tree from presorted lists (dim x padded must stay below 2^31: lists_fit in kd_leaves.hpp).
+DeviceKdTree build_device_lists(const float* points, const LeafPlan& plan, int dim, cudaStream_t stream);
+
+// Device bytes either build allocates, at most (tree plus scratch).
 std::size_t device_bytes(const LeafPlan& plan, int dim);
+
+// The tree of n host rows built on the current device and brought back (tests): lists picks the
+// build. Every array as in DeviceKdTree.
+struct HostKdTree {
+  LeafPlan plan;
+  std::vector<float> points, lo, hi, split, box;
+  std::vector<std::int32_t> index, split_dim;
+};
+HostKdTree build_on_device(const float* host_points, const LeafPlan& plan, int dim, bool lists, std::int64_t segment_rows);
 
 }  // namespace knn::kd

@@ -1,8 +1,8 @@
 // v16: seed 004's data-parallel kd-tree, built and searched entirely on the GPU. The build
 // (kernels/trees/gpu_kdtree/kdtree_gpu_build.cu) pads the references to a power of two of equal leaves
 // (kd_leaves.hpp) and splits every node of a level at once at the median of its widest dimension
-// (one CUB radix sort per level), keeping node boxes, split dimensions and split values, while the
-// queries are copied up on a second stream. The search
+// (build=lists: every dimension sorted once and partitioned per level; sort: a sort per level), keeping
+// node boxes, split dimensions and split values, while the queries are copied up on a second stream. The search
 // runs in waves: every query starts at its natural leaf; each wave sorts the active (leaf, query)
 // keys by leaf (CUB radix sort on the leaf bits only), gives a block 128 consecutive keys, stages the
 // block's distinct leaves in shared memory when they fit, and each thread scans its query's leaf
@@ -80,6 +80,7 @@ struct Options {
   bool overlap = true;  // the queries copied during the build
   bool lag = true;      // readback=lag: each wave's count read back one wave late
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
+  std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
   std::string source;  // the parameters the user set, " name=value" each
 };
 
@@ -97,6 +98,7 @@ Options options_from(const knn::ParamValues& v) {
   o.overlap = v.on("overlap");
   o.lag = v.text("readback") == "lag";
   o.segment_rows = v.integer("segment_rows");
+  o.build = v.text("build");
   o.box = v.text("test") == "box";
   o.answers = v.text("answers");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
@@ -118,6 +120,8 @@ std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues&
   const kd::LeafPlan plan = kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk));
   const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim);
   if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
+  if (o.build == "lists" && !kd::lists_fit(p.dim, plan.padded()))
+    return fmt::format("build=lists: {} dimensions x {} padded rows reach 2^31 list entries (build=sort has no such limit)", p.dim, plan.padded());
   return std::nullopt;
 }
 
@@ -173,7 +177,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   }
   timer.end();
   timer.begin("build_tree");
-  const kd::DeviceKdTree tree = kd::build_device(references.data(), plan, p.dim, o.segment_rows, stream);
+  const bool lists = kd::build_from_lists(o.build, p.dim, plan.padded());
+  const kd::DeviceKdTree tree = lists ? kd::build_device_lists(references.data(), plan, p.dim, stream)
+                                      : kd::build_device(references.data(), plan, p.dim, o.segment_rows, stream);
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();
   const TreeView view = kd::view_of(tree);
@@ -309,9 +315,14 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   int first_segmented = 1;  // the build's first level sorted node by node, if any
   while (first_segmented < plan.levels && !kd::segmented_level(plan.padded(), first_segmented, o.segment_rows)) ++first_segmented;
   const std::string build_sorts =
-      first_segmented < plan.levels ? fmt::format(", the build's levels {}-{} sorted node by node (nodes of at most {} rows)", first_segmented,
-                                                  plan.levels - 1, o.segment_rows)
-                                    : std::string();
+      lists ? fmt::format(", built from presorted lists (build={})", o.build == "auto" ? fmt::format("auto: k <= {}", kd::kListsAutoMaxDim) : o.build)
+      : fmt::format(", built by a sort per level (build={}){}",
+                    o.build != "auto"                ? o.build
+                    : p.dim > kd::kListsAutoMaxDim ? fmt::format("auto: k > {}", kd::kListsAutoMaxDim)
+                                                     : std::string("auto: 2^31 list entries or more"),
+                    first_segmented < plan.levels ? fmt::format(", its levels {}-{} sorted node by node (nodes of at most {} rows)",
+                                                                first_segmented, plan.levels - 1, o.segment_rows)
+                                                  : std::string());
   // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
   // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plots/plot_waves.py).
   std::string trace;

@@ -33,6 +33,9 @@ inline std::vector<ParamDecl> v16_params() {
       P::integer("segment_rows", 8192, 0, 1 << 30,
                  "the build's levels whose nodes hold at most this many rows sort each node on its own (a segmented sort of the "
                  "coordinates); 0: every level one radix sort of (node, coordinate) keys over all rows"),
+      P::choice("build", "auto", {"auto", "lists", "sort"},
+                "how the tree is built: lists (every dimension's order sorted once, then partitioned stably level by level), sort "
+                "(a radix or segmented sort of every level's split coordinates), or auto (lists up to 16 dimensions)"),
       P::flag("overlap", true, "the queries copied up on a second stream while the tree is built (off: before the build)"),
       P::choice("heap_lanes", "auto", {"auto", "1", "2", "4", "8"},
                 "lanes per query of the heap kernel (topk above 1, or a self-join): each lane scores every L-th group of the leaf "
