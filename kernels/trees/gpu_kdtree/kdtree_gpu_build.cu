@@ -203,7 +203,7 @@ std::size_t device_bytes(const LeafPlan& plan, int dim) {
                             padded * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded * 8 + (1u << 20) +
                             std::size_t(plan.leaves) * sizeof(std::int32_t);
   // The lists build: keys and lists, two of each, the flags, and the sort's and the scan's scratch.
-  const std::size_t lists = padded * dim * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded + padded * dim * 2 + (1u << 20);
+  const std::size_t lists = padded * dim * 2 * (sizeof(std::uint64_t) + sizeof(std::int32_t)) + padded / 8 + padded * dim * 2 + (1u << 20);
   return tree + std::max(sorts, lists);
 }
 

@@ -10,7 +10,7 @@
 // - its split dimension is the one of largest spread, and its split value the coordinate of the
 //   first entry of the upper half of that list;
 // - a row goes to the lower child when it sits in the lower half of its node's split-dimension list
-//   (one flag per row id), and every list is partitioned stably by those flags: an entry's place in
+//   (one flag bit per row id), and every list is partitioned stably by those flags: an entry's place in
 //   its child is the count of lower flags before it in its node, read from one exclusive scan over
 //   all lists, less the lower rows of the lists and nodes before (every node sends exactly half its
 //   rows lower). So the children's lists stay sorted.
@@ -54,19 +54,22 @@ __global__ void presort_keys_kernel(const float* __restrict__ src, std::int64_t 
   }
 }
 
-// One thread per node of a level (first: its first node in heap order): the box from its lists'
-// ends, and for an internal node the split dimension and value. Writes lo, hi, the packed box and,
-// where internal, split_dim and split.
+// One warp per node of a level (first: its first node in heap order), a lane per dimension: the box
+// from its lists' ends, and for an internal node the split dimension (the largest spread, the lowest
+// dimension on a tie, 0 where no spread exceeds -inf: an empty node) and value. Writes lo, hi, the
+// packed box and, where internal, split_dim and split.
 __global__ void nodes_kernel(const float* __restrict__ src, std::int64_t n, std::int64_t padded, int dim, int pad,
                              std::int64_t seg, std::int64_t first, std::int64_t count, bool internal,
                              const std::int32_t* __restrict__ lists, float* __restrict__ lo, float* __restrict__ hi,
                              float* __restrict__ box, std::int32_t* __restrict__ split_dim, float* __restrict__ split) {
-  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < count; v += std::int64_t(gridDim.x) * blockDim.x) {
+  const int lane = int(threadIdx.x & 31);
+  const std::int64_t warps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
+  for (std::int64_t v = (blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x) >> 5; v < count; v += warps) {
     const std::int64_t begin = v * seg, node = first + v;
     const std::int64_t real = std::max<std::int64_t>(0, std::min(seg, n - begin));
-    int best = 0;
+    int best = dim;  // none yet
     float spread = -INFINITY;
-    for (int d = 0; d < pad; ++d) {
+    for (int d = lane; d < pad; d += 32) {
       float l = 0.f, h = 0.f;  // the packed box's padding floats
       if (d < dim) {
         l = INFINITY, h = -INFINITY;
@@ -81,7 +84,13 @@ __global__ void nodes_kernel(const float* __restrict__ src, std::int64_t n, std:
       box[node * 2 * pad + d] = l;
       box[node * 2 * pad + pad + d] = h;
     }
-    if (internal) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, spread, offset);
+      const int other_best = __shfl_xor_sync(0xffffffffu, best, offset);
+      if (other > spread || (other == spread && other_best < best)) spread = other, best = other_best;
+    }
+    if (best == dim) best = 0;
+    if (internal && lane == 0) {
       const std::int32_t id = lists[best * padded + begin + seg / 2];
       split_dim[node] = best;
       split[node] = id < n ? src[std::int64_t(id) * dim + best] : INFINITY;
@@ -89,13 +98,20 @@ __global__ void nodes_kernel(const float* __restrict__ src, std::int64_t n, std:
   }
 }
 
-// Each row's flag: 1 when it sits in the lower half of its node's split-dimension list.
+// Each row's flag, one bit per row id: 1 when the row sits in the lower half of its node's
+// split-dimension list. Every bit is written by one thread (set or cleared), so the words need no
+// clearing between levels. As bits the flags of 2^20 rows take 128 KiB, which the scan's lookups in
+// random id order mostly find in L1.
 __global__ void flags_kernel(const std::int32_t* __restrict__ lists, std::int64_t padded, std::int64_t seg, std::int64_t first,
-                             const std::int32_t* __restrict__ split_dim, unsigned char* __restrict__ flags) {
+                             const std::int32_t* __restrict__ split_dim, unsigned* __restrict__ flags) {
   for (std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; p < padded; p += std::int64_t(gridDim.x) * blockDim.x) {
     const std::int64_t v = p / seg;
     const std::int32_t id = lists[std::int64_t(split_dim[first + v]) * padded + p];
-    flags[id] = (p - v * seg) < seg / 2 ? 1 : 0;
+    const unsigned bit = 1u << (id & 31);
+    if ((p - v * seg) < seg / 2)
+      atomicOr(flags + (id >> 5), bit);
+    else
+      atomicAnd(flags + (id >> 5), ~bit);
   }
 }
 
@@ -104,9 +120,9 @@ __global__ void flags_kernel(const std::int32_t* __restrict__ lists, std::int64_
 // each entry its id, its flag and the lower flags up to it, and neither is read twice.
 struct Packed {
   const std::int32_t* lists;
-  const unsigned char* flags;
+  const unsigned* flags;
   __device__ std::uint64_t operator()(int i) const {
-    const std::uint32_t id = std::uint32_t(lists[i]), flag = flags[id];
+    const std::uint32_t id = std::uint32_t(lists[i]), flag = (__ldg(flags + (id >> 5)) >> (id & 31)) & 1u;
     return (std::uint64_t(flag) << 32) | (flag << 31) | id;
   }
 };
@@ -156,7 +172,7 @@ DeviceKdTree build_device_lists(const float* points, const LeafPlan& plan, int d
     throw std::invalid_argument(fmt::format("kd-tree build from lists: {} dimensions x {} padded rows reach 2^31 list entries", dim, padded));
   DeviceKdTree t = detail::allocate_tree(plan, dim, stream);
   cuda::StreamBuffer<std::int32_t> lists[2] = {{std::size_t(entries), stream}, {std::size_t(entries), stream}};
-  cuda::StreamBuffer<unsigned char> flags(std::size_t(padded), stream);
+  cuda::StreamBuffer<unsigned> flags(std::size_t(padded + 31) / 32, stream);
   int cur = 0;
   {
     cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(entries), stream}, {std::size_t(entries), stream}};
@@ -180,7 +196,7 @@ DeviceKdTree build_device_lists(const float* points, const LeafPlan& plan, int d
   for (int level = 0; level <= plan.levels; ++level) {
     const std::int64_t count = std::int64_t(1) << level, seg = padded >> level, first = count - 1;
     const bool internal = level < plan.levels;
-    nodes_kernel<<<grid_for(count), kThreads, 0, stream>>>(points, plan.n, padded, dim, pad, seg, first, count, internal, lists[cur].data(),
+    nodes_kernel<<<grid_for(count * 32), kThreads, 0, stream>>>(points, plan.n, padded, dim, pad, seg, first, count, internal, lists[cur].data(),
                                                           t.lo.data(), t.hi.data(), t.box.data(), t.split_dim.data(), t.split.data());
     KNN_CUDA_CHECK_LAUNCH();
     if (!internal) break;
