@@ -2,7 +2,7 @@
 // size and one either side, identical points, clusters, integer data full of ties, k = 1..16, 20 and
 // 33, topk 1..64, self-joins, and topk = 1 at every compiled k with ties, duplicates and odd n; each
 // under several parameter settings (v16.leaf, test, sort, final, stage_kib, vec, tail, nearest, lanes,
-// heap_lanes, overlap, segment_rows), so the build by radix and by segmented sorts, the box and the median test, sorted
+// heap_lanes, overlap, segment_rows, readback, build), so the build from lists and by radix and segmented sorts, the box and the median test, sorted
 // and unsorted waves, leaves staged in shared memory or read from global memory (as float4 groups or
 // one float at a time), the run-to-the-end kernel, the top-k heaps and the pair in registers at 1, 2, 4
 // and 8 lanes per query, and the heaps at 1, 2, 4 and 8 lanes per query all answer. The leaf plan's padding rule runs on the CPU. GPU tests (Gpu*) skip
