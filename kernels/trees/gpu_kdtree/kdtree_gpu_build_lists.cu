@@ -11,13 +11,14 @@
 //   first entry of the upper half of that list;
 // - a row goes to the lower child when it sits in the lower half of its node's split-dimension list
 //   (one flag bit per row id), and every list is partitioned stably by those flags: an entry's place in
-//   its child is the count of lower flags before it in its node, read from one exclusive scan over
-//   all lists, less the lower rows of the lists and nodes before (every node sends exactly half its
-//   rows lower). So the children's lists stay sorted.
-// Per level: the nodes' kernel, the flags' kernel and CUB's single-pass scan, whose output iterator
-// places each entry (the scan carries each entry's id and flag, so each is read once). At the end the leaves' boxes, and the rows gathered in list 0's order. The box
-// and the split follow the sort build's rules (largest spread, the first dimension on a tie;
-// empty boxes +inf, -inf); rows equal at a median may fall on either side, as in any valid tree.
+//   its child is the count of lower flags before it in its node, read from one scan over all lists,
+//   less the lower rows of the lists and nodes before (every node sends exactly half its rows lower).
+//   So the children's lists stay sorted.
+// Per level: the nodes' kernel (a warp per node), the flags' kernel and CUB's single-pass scan, whose
+// output iterator places each entry (the scan carries each entry's id and flag, so each is read once).
+// At the end the leaves' boxes, and the rows gathered in list 0's order. The box and the split follow
+// the sort build's rules (largest spread, the first dimension on a tie; empty boxes +inf, -inf); rows
+// equal at a median may fall on either side, as in any valid tree.
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_build.hpp"
 
 #include <cub/cub.cuh>
