@@ -12,8 +12,9 @@
 // - from presorted lists (build_device_lists, kdtree_gpu_build_lists.cu): one radix sort orders the
 //   rows along every dimension at the start, and each level then only partitions those lists stably
 //   (a flag per row and one scan), so that every node's rows stay sorted along every dimension and
-//   its box, split dimension and split value are read off the ends and the middle of its lists. The tree is arrays in heap order (node v: children 2v + 1, 2v + 2; leaf
-// j is node L - 1 + j and holds rows [j S, (j + 1) S)). CUDA builds only.
+//   its box, split dimension and split value are read off the ends and the middle of its lists.
+// The tree is arrays in heap order (node v: children 2v + 1, 2v + 2; leaf j is node L - 1 + j and
+// holds rows [j S, (j + 1) S)). CUDA builds only.
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
