@@ -26,6 +26,7 @@
 #include "devices.hpp"
 #include "kernels/trees/gpu_kdtree/kd_leaves.hpp"
 #include "kernels/trees/gpu_kdtree/v16_params.hpp"
+#include "kernels/trees/gpu_kdtree/wave_trace.hpp"
 #include "test_support.hpp"
 #if KNN_HAVE_CUDA
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_build.hpp"
@@ -42,14 +43,15 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, build;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, build, key_sort;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
     for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"leaf", leaf}, {"test", test}, {"sort", sort},
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
                                      {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
-                                     {"segment_rows", segment_rows}, {"readback", readback}, {"build", build}})
+                                     {"segment_rows", segment_rows}, {"readback", readback}, {"build", build},
+                                     {"key_sort", key_sort}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -99,6 +101,13 @@ const std::vector<Knobs>& knob_settings() {
       // wave late, the others above with it): at the defaults, and with many short waves (tail 1).
       {"readback_wait", "", "", "", "", "", "", "", "", "", "", "", "", "wait"},
       {"leaf8_tail1_readback_wait", "8", "", "", "", "", "", "1", "", "", "", "", "", "wait"},
+      // Each wave's keys ordered by a counting pass: at the defaults, with many short waves (leaf 4,
+      // tail 1), without the final steps (the finished keys partitioned out), and with staged leaves.
+      {"key_sort_count", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "count"},
+      {"leaf4_key_sort_radix", "4", "", "", "", "", "", "", "", "", "", "", "", "", "", "radix"},
+      {"leaf4_tail1_key_sort_count", "4", "", "", "", "", "", "1", "", "", "", "", "", "", "", "count"},
+      {"leaf8_nofinal_key_sort_count", "8", "", "", "off", "", "", "", "", "", "", "", "", "", "", "count"},
+      {"leaf16_staged_key_sort_count", "16", "", "", "", "24", "", "", "", "", "", "", "", "", "", "count"},
   };
   return k;
 }
@@ -164,6 +173,11 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   if (!knobs.leaf.empty()) EXPECT_NE(path.find("leaf=" + knobs.leaf), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.test == "median" ? "median test" : "box test"), std::string::npos) << path;
   EXPECT_NE(path.find(knobs.sort == "off" ? "unsorted" : "sorted by leaf"), std::string::npos) << path;
+  if (knobs.sort != "off")
+    EXPECT_NE(path.find(" key sorts by a counting pass, the others by a radix sort of the leaf bits, key_sort=" +
+                        (knobs.key_sort.empty() ? std::string("auto: count below 262144 keys") : knobs.key_sort) + ";"),
+              std::string::npos)
+        << path;
   EXPECT_NE(path.find(knobs.final_steps == "off" ? "final steps off" : "final steps on"), std::string::npos) << path;
   if (knobs.final_steps != "off")
     EXPECT_NE(path.find(knobs.readback == "wait" || knobs.sort == "off" ? "each wave's count waited for" : "each wave's count read one wave late"),
@@ -258,20 +272,57 @@ TEST_P(GpuV16Answers, PinnedOutputMatchesV0RowForRow) {
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   const auto& [c, answers] = GetParam();
   const bool nearest = c.topk == 1 && !c.self_join;
-  const bool direct = (answers == "direct" || (answers == "auto" && c.topk >= knn::gpu::kV16DirectMinTopk)) && !nearest;
+  const bool direct = knn::gpu::v16_direct_wanted(answers, c.topk) && !nearest;
+  const bool early = !direct && knn::gpu::v16_early_wanted(answers, c.topk);
+  std::map<std::string, std::string> params = {{"answers", answers}};
+  if (answers == "early") params["early_pct"] = "100";  // the copy starts after wave 2 where a sorted wave follows
   const std::string path = knn::testing::check_rows_against_v0(
       "v16", c, 1616, disc.devices[0],
       {{"h2d", 1u}, {"build_tree", 1u}, {"search", direct ? 0u : 1u}, {"d2h", direct ? 0u : 1u}, {"search_d2h", direct ? 1u : 0u}},
-      {{"answers", answers}}, HostMemory::pinned);
-  const std::string said = direct              ? "(answers=" + answers + ": phase search_d2h)"
-                           : answers == "copy"  ? "(answers=copy)"
-                           : answers == "auto" && c.topk < knn::gpu::kV16DirectMinTopk ? "(answers=auto: topk below 32)"
-                                                : "not taken: the nearest-pair kernel)";
-  EXPECT_NE(path.find(said), std::string::npos) << path;
+      params, HostMemory::pinned);
+  if (direct) {
+    EXPECT_NE(path.find("answers written by the heap kernel into the pinned output as queries finish (answers=" + answers), std::string::npos) << path;
+    EXPECT_NE(path.find("phase search_d2h)"), std::string::npos) << path;
+  } else if (early) {
+    // Taken where a wave left a sorted wave behind it (at most early_pct percent active), else said why not.
+    const bool taken = path.find("answers copied in one piece from the end of wave ") != std::string::npos;
+    const bool none = path.find("early not taken: no wave left at most ") != std::string::npos;
+    EXPECT_TRUE(taken != none) << path;
+    EXPECT_NE(path.find(answers == "auto" ? "answers=auto: early below topk 32" : "answers=early"), std::string::npos) << path;
+  } else {
+    EXPECT_NE(path.find(answers == "copy" ? "answers copied after the search (answers=copy)" : "not taken: the nearest-pair kernel)"),
+              std::string::npos)
+        << path;
+  }
+}
+
+// answers=early with the copy started after the second wave, the first it may follow (early_pct=100) and many short waves
+// (tail 1, so the last kernel comes late): the rows of the queries still active then come from the
+// rewrite, the others from the copy, every row against v0 bit for bit (raw heaps left by the copy
+// would not match). The heap kernel, the pair in registers (topk 1), ties and a self-join.
+TEST(GpuV16Answers, EarlyCopyRowsStillActiveAreWrittenAgain) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const std::vector<V16Case> cases = {
+      {"k5_topk5", 5, 4000, 6000, 5},
+      {"k9_topk5_m_large", 9, 20000, 3000, 5},
+      {"clusters_topk16", 3, 3000, 20000, 16, false, Distribution::clusters},
+      {"ties_k3_topk8", 3, 3000, 3000, 8, false, Distribution::integers, 4},
+      {"self_nn_ties", 3, 3000, 3000, 1, true, Distribution::integers, 5},
+      {"nn_uniform", 3, 2000, 4000, 1},
+      {"k2_topk31", 2, 5000, 9000, 31},
+  };
+  for (const V16Case& c : cases)
+    for (const char* leaf : {"8", "64"}) {
+      const std::string path = knn::testing::check_rows_against_v0(
+          "v16", c, 1617, disc.devices[0], {{"h2d", 1u}, {"build_tree", 1u}, {"search", 1u}, {"d2h", 1u}, {"search_d2h", 0u}},
+          {{"answers", "early"}, {"early_pct", "100"}, {"tail", "1"}, {"leaf", leaf}}, HostMemory::pinned);
+      EXPECT_NE(path.find("answers copied in one piece from the end of wave 2 on"), std::string::npos) << c.name << ", leaf " << leaf << ": " << path;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Answers,
-                         ::testing::Combine(::testing::ValuesIn(answer_cases()), ::testing::Values("direct", "copy", "auto")),
+                         ::testing::Combine(::testing::ValuesIn(answer_cases()), ::testing::Values("direct", "copy", "auto", "early")),
                          [](const ::testing::TestParamInfo<std::tuple<V16Case, std::string>>& i) {
                            return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param));
                          });
@@ -426,14 +477,78 @@ TEST(GpuV16Build, ListsAndSortsBuildValidTreesAndTheSameTreeFromDistinctCoordina
 }
 #endif
 
-// v16.answers: direct and copy as asked; auto direct from topk 32 (measured: 32 gained, 5 lost).
-TEST(V16Answers, AutoTakesDirectFromTopk32) {
+// v16.answers: direct, copy and early as asked; auto direct from topk 32 (measured: 32 gained, 5
+// lost), early below; the early copy's limit is early_pct percent of the queries, at least one.
+TEST(V16Answers, AutoTakesDirectFromTopk32AndEarlyBelow) {
+  EXPECT_TRUE(knn::gpu::v16_early_wanted("early", 64));
+  EXPECT_FALSE(knn::gpu::v16_early_wanted("copy", 5));
+  EXPECT_FALSE(knn::gpu::v16_early_wanted("direct", 5));
+  EXPECT_TRUE(knn::gpu::v16_early_wanted("auto", 1));
+  EXPECT_TRUE(knn::gpu::v16_early_wanted("auto", 31));
+  EXPECT_FALSE(knn::gpu::v16_early_wanted("auto", 32));
+  EXPECT_EQ(knn::gpu::v16_early_limit(1 << 20, 10), 104857);
+  EXPECT_EQ(knn::gpu::v16_early_limit(1 << 20, 15), 157286);
+  EXPECT_EQ(knn::gpu::v16_early_limit(1 << 20, 100), 1 << 20);
+  EXPECT_EQ(knn::gpu::v16_early_limit(5, 1), 1);
+  EXPECT_EQ(knn::gpu::v16_early_limit(2000000000, 50), 1000000000);
   EXPECT_TRUE(knn::gpu::v16_direct_wanted("direct", 1));
   EXPECT_FALSE(knn::gpu::v16_direct_wanted("copy", 64));
   EXPECT_FALSE(knn::gpu::v16_direct_wanted("auto", 5));
   EXPECT_FALSE(knn::gpu::v16_direct_wanted("auto", 31));
   EXPECT_TRUE(knn::gpu::v16_direct_wanted("auto", 32));
   EXPECT_TRUE(knn::gpu::v16_direct_wanted("auto", 64));
+}
+
+// The path's account of the answers, one branch each.
+TEST(V16Answers, PathSaysHowTheAnswersCame) {
+  knn::gpu::V16AnswersRun r;
+  r.topk = 5;
+  r.early_limit = 104857, r.early_pct = 10;
+  EXPECT_EQ(knn::gpu::v16_answers_text(r),
+            "answers copied after the search (answers=auto: early below topk 32, early not taken: no wave left at most 104857 queries (10 %) "
+            "active before the last kernel)");
+  r.cut_wave = 12, r.held = 156666;
+  EXPECT_NE(knn::gpu::v16_answers_text(r).find("from the end of wave 12 on, under the later waves, and the rows of its 156666 queries written "
+                                                 "again after the search (answers=auto: early below topk 32, early_pct=10"),
+            std::string::npos);
+  r = {};
+  r.answers = "early", r.lag = false;
+  EXPECT_NE(knn::gpu::v16_answers_text(r).find("(answers=early, early not taken: it needs readback=lag"), std::string::npos);
+  r.lag = true, r.mapped = false;
+  EXPECT_NE(knn::gpu::v16_answers_text(r).find("early not taken: the output is not pinned memory"), std::string::npos);
+  r.answers = "copy";
+  EXPECT_EQ(knn::gpu::v16_answers_text(r), "answers copied after the search (answers=copy)");
+  r.answers = "direct", r.nearest = true;
+  EXPECT_EQ(knn::gpu::v16_answers_text(r), "answers copied after the search (answers=direct, not taken: the nearest-pair kernel)");
+  r = {}, r.topk = 32, r.direct = true;
+  EXPECT_EQ(knn::gpu::v16_answers_text(r),
+            "answers written by the heap kernel into the pinned output as queries finish (answers=auto: direct from topk 32: phase search_d2h)");
+}
+
+// v16.key_sort: radix and count as asked; auto counts below 2^18 keys.
+TEST(V16KeySort, AutoCountsBelow2To18Keys) {
+  EXPECT_TRUE(knn::gpu::v16_count_sort("count", 1 << 20));
+  EXPECT_FALSE(knn::gpu::v16_count_sort("radix", 5));
+  EXPECT_TRUE(knn::gpu::v16_count_sort("auto", (1 << 18) - 1));
+  EXPECT_FALSE(knn::gpu::v16_count_sort("auto", 1 << 18));
+}
+
+// The path's traces: every wave up to 120 waves, else the first 40, waves about 5 % apart and the
+// last; lanes as runs of equal values.
+TEST(V16Trace, ActiveQueriesPerWaveAndLanesAsRuns) {
+  EXPECT_EQ(kd::active_trace({}), "");
+  EXPECT_EQ(kd::active_trace({100, 60, 7}), "1:100 2:60 3:7");
+  std::vector<int> many(300);
+  for (int w = 0; w < 300; ++w) many[w] = 1000 - w;
+  const std::string t = kd::active_trace(many);
+  EXPECT_EQ(t.rfind("1:1000 2:999 ", 0), 0u) << t;
+  EXPECT_NE(t.find(" 40:961 41:960 43:958 45:956"), std::string::npos) << t;  // waves 1-41 in full, then every other
+  EXPECT_EQ(t.find(" 42:959"), std::string::npos) << t;
+  EXPECT_NE(t.find(" 280:721 293:708"), std::string::npos) << t;  // about 5 % apart
+  EXPECT_EQ(t.substr(t.size() - 8), " 300:701") << t;           // and the last
+  EXPECT_EQ(kd::lanes_trace({1, 1, 1, 8}), "1 (waves 1-3), 8 (4)");
+  EXPECT_EQ(kd::lanes_trace({2}), "2 (waves 1)");
+  EXPECT_EQ(kd::lanes_trace({1, 2, 2, 4}), "1 (waves 1), 2 (2-3), 4 (4)");
 }
 
 // The thesis's problem shape, small, through the runner's own measurement and validation.

@@ -8,6 +8,7 @@
 // Host code only: the CPU tests check the rule.
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -58,6 +59,20 @@ inline constexpr int kListsAutoMaxDim = 16;
 inline bool build_from_lists(std::string_view build, int dim, std::int64_t padded) {
   if (build == "lists") return true;
   return build == "auto" && dim <= kListsAutoMaxDim && lists_fit(dim, padded);
+}
+
+// The path's words on the build: from lists, or by a sort per level with the levels sorted node by node.
+inline std::string build_text(bool lists, const std::string& build, int dim, const LeafPlan& plan, std::int64_t segment_rows) {
+  if (lists) return fmt::format(", built from presorted lists (build={})", build == "auto" ? fmt::format("auto: k <= {}", kListsAutoMaxDim) : build);
+  int first = 1;  // the first level sorted node by node, if any
+  while (first < plan.levels && !segmented_level(plan.padded(), first, segment_rows)) ++first;
+  return fmt::format(", built by a sort per level (build={}){}",
+                     build != "auto"              ? build
+                     : dim > kListsAutoMaxDim     ? fmt::format("auto: k > {}", kListsAutoMaxDim)
+                                                  : std::string("auto: 2^31 list entries or more"),
+                     first < plan.levels ? fmt::format(", its levels {}-{} sorted node by node (nodes of at most {} rows)", first, plan.levels - 1,
+                                                       segment_rows)
+                                         : std::string());
 }
 
 }  // namespace knn::kd

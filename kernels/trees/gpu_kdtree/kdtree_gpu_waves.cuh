@@ -192,6 +192,23 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
   }
 }
 
+// answers=early: the rows of the `count` queries of `keys` (those a wave ran when the bulk copy of
+// every row began, whose device rows later waves rewrote) written again into the pinned output, once
+// the copy and the search are both done. Consecutive threads take consecutive slots of one row.
+__global__ void rewrite_rows_kernel(const std::uint64_t* __restrict__ keys, int count, int topk, const std::int32_t* __restrict__ idx,
+                                    const float* __restrict__ dist, std::int32_t* host_idx, float* host_dist) {
+  const long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (e >= (long long)count * topk) return;
+  const std::size_t at = std::size_t(unsigned(keys[e / topk])) * topk + std::size_t(e % topk);
+  host_idx[at] = idx[at];
+  host_dist[at] = dist[at];
+}
+
+// A wave's count of remaining queries stored into pinned host memory by a kernel rather than copied
+// (answers=early: the copy engine is then busy with the answers); visible to the host once an event
+// after this kernel has completed.
+__global__ void publish_count_kernel(const unsigned* count, volatile unsigned* host) { *host = *count; }
+
 // The best pair so far: its distance and either the tree row it came from (row >= 0; the index is
 // read when needed) or, with row < 0, its index `id` (the pair the query came into the wave with).
 struct Best {

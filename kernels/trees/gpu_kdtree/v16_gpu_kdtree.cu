@@ -1,31 +1,19 @@
 // v16: seed 004's data-parallel kd-tree, built and searched entirely on the GPU. The build
-// (kernels/trees/gpu_kdtree/kdtree_gpu_build.cu) pads the references to a power of two of equal leaves
-// (kd_leaves.hpp) and splits every node of a level at once at the median of its widest dimension
-// (build=lists: every dimension sorted once and partitioned per level; sort: a sort per level), keeping
-// node boxes, split dimensions and split values, while the queries are copied up on a second stream. The search
-// runs in waves: every query starts at its natural leaf; each wave sorts the active (leaf, query)
-// keys by leaf (CUB radix sort on the leaf bits only), gives a block 128 consecutive keys, stages the
-// block's distinct leaves in shared memory when they fit, and each thread scans its query's leaf
-// into a top-k heap in shared memory (kernels/device/shared_topk.cuh, full (distance, index) rule),
-// then walks the implicit tree without a stack (near child first; a subtree is skipped when its box,
-// or with the median test its splitting plane, is farther than the query's K-th distance) to its
-// next leaf. Finished queries drop out; heaps wait in the answer rows between waves. The final steps
-// (seed 004's last two): finished queries sort to the end with the active ones instead of a
-// separate partition, and once fewer active queries than leaves remain, one kernel runs each of them
-// to the end. Parameters (v16_params.hpp): leaf (minimum leaf size; default 128 from topk 32, else 256), test=box|median,
-// sort=on|off, final=on|off, tail (the last kernel takes over below tail x leaves active queries;
-// default 16, measured on an H100; 1 is the thesis's rule), vec=on|off (leaf rows read as float4
-// groups, or one float at a time: default on), nearest=on|off (topk = 1 without a self-join: the
-// pair in registers, kdtree_gpu_waves.cuh; default on), lanes (its lanes per query: 1, 2, 4, 8, or
-// auto: by the wave's size, the default), heap_lanes (the heap kernel's lanes per query, whose lanes keep
-// identical heaps; auto: 8 in the last kernel, 1 in the sorted waves), overlap=on|off (the queries copied during
-// the build, or before it), segment_rows (the build's levels with nodes this small sort each node
-// on its own; 0: one radix sort per level), stage_kib (shared memory for staged leaves, 0-160, default
-// 0: on an H100 the sorted warps read a shared leaf through L1 faster, results/h100/v16/stage-*),
-// answers=auto|direct|copy (direct: the heap kernel writes finished rows into a pinned output during
-// the waves, so no copy follows the search; auto, the default: direct from topk 32), readback=lag|wait
-// (each wave's count of remaining queries read one wave late, the next wave queued meanwhile: default lag). Distances use v0's roundings, so rows equal v0's,
-// ties included.
+// (kdtree_gpu_build.cu, kdtree_gpu_build_lists.cu) pads the references to a power of two of equal leaves
+// (kd_leaves.hpp) and splits every node of a level at once at the median of its widest dimension,
+// keeping node boxes, split dimensions and split values, while the queries are copied up on a second
+// stream. The search runs in waves (kdtree_gpu_waves.cuh): every query starts at its natural leaf;
+// each wave sorts the active (leaf, query) keys by leaf (CUB radix sort on the leaf bits only), and
+// each thread scans its query's leaf into a top-k heap in shared memory (full (distance, index)
+// rule), then walks the implicit tree without a stack (a subtree is skipped when its box, or its
+// splitting plane, is farther than the query's K-th distance) to its next leaf. Heaps wait in the
+// answer rows between waves. The final steps (seed 004's last two): finished queries sort to the end,
+// and once few queries remain one kernel runs each of them to the end. Each wave's count of remaining
+// queries is read one wave late (readback=lag). The answers reach the output by a copy after the
+// search, by the heap kernel's writes into a pinned output (direct), or by one copy under the later
+// waves with the rows still active then written again after the search (early). Every parameter,
+// its default and the measurements behind it: v16_params.hpp and docs/v16.md. Distances use v0's
+// roundings, so rows equal v0's, ties included.
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -44,12 +32,14 @@
 #include "core/cuda/runtime.hpp"
 #include "core/problem.hpp"
 #include "core/registry.hpp"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_keysort.hpp"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_launch.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_waves.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/device/topk_supports.hpp"
 #include "kernels/trees/gpu_kdtree/v16_params.hpp"
+#include "kernels/trees/gpu_kdtree/wave_trace.hpp"
 
 namespace {
 
@@ -63,47 +53,11 @@ using kd::search_shared;
 using kd::staged_stride;
 using kd::SearchArgs;
 using kd::TreeView;
+using Options = knn::gpu::V16Options;
 
 constexpr int kBlock = kd::kWaveBlock;
 constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of shared memory
 constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
-
-struct Options {
-  int min_leaf = 0, stage_kib = 0;  // min_leaf 0: by topk (kd::leaf_for)
-  bool box = true, sort = true, final_steps = true;
-  int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
-  int tail = 16;  // the last kernel takes over below tail x leaves active queries
-  bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
-  std::string answers = "auto";  // direct: the heap kernel writes finished rows into a pinned output; copy; auto
-  int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
-  int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
-  bool overlap = true;  // the queries copied during the build
-  bool lag = true;      // readback=lag: each wave's count read back one wave late
-  long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
-  std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
-  std::string source;  // the parameters the user set, " name=value" each
-};
-
-Options options_from(const knn::ParamValues& v) {
-  Options o;
-  o.min_leaf = int(v.integer("leaf"));
-  o.stage_kib = int(v.integer("stage_kib"));
-  o.sort = v.on("sort");
-  o.final_steps = v.on("final");
-  o.tail = int(v.integer("tail"));
-  o.vec = v.on("vec") ? 1 : 0;
-  o.nearest = v.on("nearest");
-  o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
-  o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
-  o.overlap = v.on("overlap");
-  o.lag = v.text("readback") == "lag";
-  o.segment_rows = v.integer("segment_rows");
-  o.build = v.text("build");
-  o.box = v.text("test") == "box";
-  o.answers = v.text("answers");
-  for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
-  return o;
-}
 
 int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   if (!o.sort) return 0;  // unsorted blocks hold as many leaves as queries: read them from global memory
@@ -116,7 +70,7 @@ std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues&
   if (p.topk > kMaxTopk) return fmt::format("topk {} over v16's limit of {} (heaps of {} threads in shared memory)", p.topk, kMaxTopk, kBlock);
   if (p.dim > kMaxDim) return fmt::format("k = {} over v16's limit of {}", p.dim, kMaxDim);
   if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: a kd-tree needs at least one point", p.m, p.n);
-  const Options o = options_from(params);
+  const Options o = knn::gpu::v16_options(params);
   const kd::LeafPlan plan = kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk));
   const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim);
   if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
@@ -129,7 +83,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if (ctx.env.devices.empty()) throw std::runtime_error("v16: no CUDA device selected");
   if (auto reason = limits(p, ctx.env.params, ctx.env.devices[0].shared_per_block_optin))
     throw std::invalid_argument("v16: " + *reason);
-  const Options o = options_from(ctx.env.params);
+  const Options o = knn::gpu::v16_options(ctx.env.params);
   const int min_leaf = kd::leaf_for(o.min_leaf, p.topk);
   const kd::LeafPlan plan = kd::plan_leaves(p.n, min_leaf);
   const int device = ctx.env.devices[0].ordinal;
@@ -156,7 +110,15 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     KNN_CUDA_TRY(cub::DeviceSelect::If(nullptr, select_bytes, keys[0].data(), keys[1].data(), selected.data(), p.m,
                                        kd::StillActive{unsigned(plan.leaves)}, stream));
   }
+  const int bins = int(plan.leaves) + 1;  // the leaves and the finished keys' value
+  const bool counting = o.key_sort != "radix";  // key_sort=count, or auto (count below kV16CountSortMaxKeys keys)
+  cuda::StreamBuffer<unsigned> leaf_counts(counting ? bins : 0, stream), leaf_next(counting ? bins : 0, stream);
+  if (counting) sort_bytes = std::max(sort_bytes, kd::count_sort_temp_bytes(bins));
   cuda::StreamBuffer<unsigned char> temp(std::max<std::size_t>({sort_bytes, select_bytes, 1}), stream);
+  const bool lag = o.lag && o.sort && o.final_steps;  // readback=lag in effect (sort and final steps on)
+  // answers=early: the keys of the queries still active when the bulk copy starts (their rows are written again after it)
+  const bool pinned_out = cuda::mapped_address(out.indices) != nullptr && cuda::mapped_address(out.distances) != nullptr;
+  cuda::StreamBuffer<std::uint64_t> held(lag && pinned_out && knn::gpu::v16_early_wanted(o.answers, p.topk) ? std::size_t(p.m) : 0, stream);
 
   // The queries go up on their own stream while the tree is built (declared after the buffers: on an
   // exception it is waited for before they are freed).
@@ -192,6 +154,17 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   void* host_d = wanted && !nearest ? cuda::mapped_address(out.distances) : nullptr;
   const bool direct = host_i != nullptr && host_d != nullptr;
   const char* search_phase = direct ? "search_d2h" : "search";
+  // answers=early (readback=lag, a pinned output): one copy of every row starts on the second stream after the first wave
+  // that leaves at most early_pct percent of the queries active, and runs under the later waves; meanwhile each wave's count
+  // is stored into pinned memory by a kernel, not by the busy copy engine. Rows of the queries that wave ran may still
+  // change: their keys are kept (`held`), and those rows are written again once the copy and the search are both done.
+  auto* counts_mapped = held.size() > 0 ? static_cast<unsigned*>(cuda::mapped_address(remaining_host.data())) : nullptr;
+  void* early_i = held.size() > 0 && !direct ? cuda::mapped_address(out.indices) : nullptr;
+  void* early_d = held.size() > 0 && !direct ? cuda::mapped_address(out.distances) : nullptr;
+  const bool early = early_i != nullptr && early_d != nullptr && counts_mapped != nullptr;
+  const long long early_limit = knn::gpu::v16_early_limit(p.m, o.early_pct);
+  int cut_wave = -1, held_count = 0;  // the wave (from 1) after which the copy started, and the rows written again
+  cuda::Event cut, copied;
   timer.begin(search_phase);
   if (!p.self_join) KNN_CUDA_TRY(cudaStreamWaitEvent(stream, queries_in.get()));
   kd::natural_leaf_kernel<<<(p.m + 255) / 256, 256, 0, stream>>>(view, queries, p.m, keys[0].data());
@@ -204,7 +177,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const long long resident = (long long)per_sm * std::max(ctx.env.devices[0].sm_count, 1);
   std::vector<int> wave_lanes;  // per wave, the kernel's lanes per query
   // keys[cur] holds `items` keys, the `count` active ones first unless finished ones sit among them.
-  int cur = 0, items = p.m, count = p.m, sorted_waves = 0;
+  int cur = 0, items = p.m, count = p.m, sorted_waves = 0, count_sorts = 0, key_sorts = 0;
   std::vector<int> active;
   const long long split = (long long)plan.leaves * o.tail;  // the last kernel below this many active queries
   const auto partition = [&] {  // the finished queries out, order kept
@@ -218,10 +191,17 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   };
   const auto sort_keys = [&] {  // finished keys (leaf = leaves) sort to the end
     timer.begin("query_sort");
-    cub::DoubleBuffer<std::uint64_t> k(keys[cur].data(), keys[1 - cur].data());
-    std::size_t bytes = temp.size();
-    KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp.data(), bytes, k, items, 32, 32 + leaf_bits, stream));
-    cur = k.Current() == keys[0].data() ? 0 : 1;
+    ++key_sorts;
+    if (knn::gpu::v16_count_sort(o.key_sort, items)) {
+      ++count_sorts;
+      kd::count_sort_keys(keys[cur].data(), keys[1 - cur].data(), items, bins, leaf_counts.data(), leaf_next.data(), temp.data(), temp.size(), stream);
+      cur = 1 - cur;
+    } else {
+      cub::DoubleBuffer<std::uint64_t> k(keys[cur].data(), keys[1 - cur].data());
+      std::size_t bytes = temp.size();
+      KNN_CUDA_TRY(cub::DeviceRadixSort::SortKeys(temp.data(), bytes, k, items, 32, 32 + leaf_bits, stream));
+      cur = k.Current() == keys[0].data() ? 0 : 1;
+    }
     timer.end();
   };
   // One launch of wave `w` over `grid` keys; its count of remaining queries goes to slot w % kSlots.
@@ -240,8 +220,13 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     return lanes;
   };
   const auto read_back = [&](int w) {  // wave w's remaining queries to the host, and an event when there
-    KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data() + w % kSlots, remaining.data() + w % kSlots, sizeof(unsigned),
-                                 cudaMemcpyDeviceToHost, stream));
+    if (cut_wave >= 0) {
+      kd::publish_count_kernel<<<1, 1, 0, stream>>>(remaining.data() + w % kSlots, counts_mapped + w % kSlots);
+      KNN_CUDA_CHECK_LAUNCH();
+    } else {
+      KNN_CUDA_TRY(cudaMemcpyAsync(remaining_host.data() + w % kSlots, remaining.data() + w % kSlots, sizeof(unsigned),
+                                   cudaMemcpyDeviceToHost, stream));
+    }
     counted[w % kSlots].record(stream);
   };
   if (!(o.lag && o.sort && o.final_steps)) {
@@ -280,6 +265,15 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         wave_lanes.push_back(pair_lanes[w - 1][ended ? 1 : 0]);
         sorted_waves += ended ? 0 : 1;
         if (ended) { last = w - 1; break; }
+        if (early && cut_wave < 0 && items <= early_limit) {  // the copy starts after wave w-1, whose keys are the active ones
+          KNN_CUDA_TRY(cudaMemcpyAsync(held.data(), keys[cur].data(), std::size_t(items) * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream));
+          held_count = items;
+          cut_wave = w;
+          cut.record(stream);
+          KNN_CUDA_TRY(cudaStreamWaitEvent(query_copy, cut.get()));
+          cuda::download_answers(p, indices.data(), distances.data(), out, query_copy);
+          copied.record(query_copy);
+        }
       }
       const bool to_end = w == 0 && p.m < split;  // the first wave's count is m, known here
       if (w > 0 || !to_end) sort_keys();
@@ -300,11 +294,19 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         if (to_end) last = 0;
       }
     }
+    if (cut_wave >= 0) {  // the copy's tail, then the rows of the held queries
+      timer.begin("d2h");
+      KNN_CUDA_TRY(cudaStreamWaitEvent(stream, copied.get()));
+      kd::rewrite_rows_kernel<<<unsigned(((long long)held_count * p.topk + 255) / 256), 256, 0, stream>>>(
+          held.data(), held_count, p.topk, indices.data(), distances.data(), static_cast<std::int32_t*>(early_i), static_cast<float*>(early_d));
+      KNN_CUDA_CHECK_LAUNCH();
+      timer.end();
+    }
     stream.synchronize();
     if (const unsigned left = remaining_host.data()[last % kSlots]; left != 0)
       throw std::runtime_error(fmt::format("v16: {} queries unfinished after the last wave", left));
   }
-  if (!direct) {
+  if (!direct && cut_wave < 0) {
     timer.begin("d2h");
     cuda::download_answers(p, indices.data(), distances.data(), out, stream);
     timer.end();
@@ -312,33 +314,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
   stream.synchronize();
   timer.report(ctx.timing);
-  int first_segmented = 1;  // the build's first level sorted node by node, if any
-  while (first_segmented < plan.levels && !kd::segmented_level(plan.padded(), first_segmented, o.segment_rows)) ++first_segmented;
-  const std::string build_sorts =
-      lists ? fmt::format(", built from presorted lists (build={})", o.build == "auto" ? fmt::format("auto: k <= {}", kd::kListsAutoMaxDim) : o.build)
-      : fmt::format(", built by a sort per level (build={}){}",
-                    o.build != "auto"                ? o.build
-                    : p.dim > kd::kListsAutoMaxDim ? fmt::format("auto: k > {}", kd::kListsAutoMaxDim)
-                                                     : std::string("auto: 2^31 list entries or more"),
-                    first_segmented < plan.levels ? fmt::format(", its levels {}-{} sorted node by node (nodes of at most {} rows)",
-                                                                first_segmented, plan.levels - 1, o.segment_rows)
-                                                  : std::string());
-  // Active queries per wave as wave:queries (waves from 1): every wave up to 120, else the first 40,
-  // then waves about 5 % apart, and the last (the curve of seed 004's Figures 19-21; scripts/plots/plot_waves.py).
-  std::string trace;
-  for (std::size_t w = 0, shown = 0; w < active.size(); ++w) {
-    if (active.size() > 120 && w >= 40 && w + 1 < active.size() && w < shown + std::max<std::size_t>(1, shown / 20)) continue;
-    trace += fmt::format("{}{}:{}", trace.empty() ? "" : " ", w + 1, active[w]);
-    shown = w;
-  }
-  // Lanes per wave as runs: "1 (waves 1-20), 2 (21-30), 8 (31-84)".
-  std::string lanes_trace;
-  for (std::size_t w = 0, from = 0; w < wave_lanes.size(); ++w) {
-    if (w + 1 < wave_lanes.size() && wave_lanes[w + 1] == wave_lanes[w]) continue;
-    lanes_trace += fmt::format("{}{} ({}{}{})", lanes_trace.empty() ? "" : ", ", wave_lanes[w], from == 0 ? "waves " : "", from + 1,
-                               w > from ? fmt::format("-{}", w + 1) : std::string());
-    from = w + 1;
-  }
+  const std::string build_sorts = kd::build_text(lists, o.build, p.dim, plan, o.segment_rows);
+  const std::string lanes_trace = kd::lanes_trace(wave_lanes);
+  const knn::gpu::V16AnswersRun run{o.answers, p.topk, o.early_pct, direct, nearest, lag, early, early_limit, cut_wave, held_count};
   if (o.min_leaf == 0) ctx.chosen["leaf"] = std::to_string(min_leaf);  // auto: by topk
   if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
   ctx.path = fmt::format(
@@ -348,7 +326,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       plan.leaf_size, plan.padding(), min_leaf, build_sorts,
       p.self_join ? "" : overlap ? ", the queries copied during the build" : ", the queries copied before the build (overlap=off)",
       o.box ? "box" : "median",
-      o.sort ? fmt::format("sorted by leaf (up to {} leaves staged per block)", stage) : std::string("unsorted"),
+      o.sort ? fmt::format("sorted by leaf ({} of {} key sorts by a counting pass, the others by a radix sort of the leaf bits, key_sort={}; "
+                           "up to {} leaves staged per block)",
+                           count_sorts, key_sorts, o.key_sort == "auto" ? fmt::format("auto: count below {} keys", knn::gpu::kV16CountSortMaxKeys) : o.key_sort,
+                           stage)
+             : std::string("unsorted"),
       o.final_steps ? fmt::format("on (the last kernel below {} active queries; {})", split,
                                   o.lag && o.sort ? "each wave's count read one wave late, the sorted wave and the last kernel queued as a pair"
                                                   : "each wave's count waited for")
@@ -357,19 +339,16 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
       fmt::format("{}, lanes per query per wave: {}", nearest ? "nearest pair in registers" : "top-k heaps in shared memory", lanes_trace),
-      direct   ? fmt::format("answers written by the heap kernel into the pinned output as queries finish (answers={}: phase search_d2h)", o.answers)
-      : !wanted ? fmt::format("answers copied after the search (answers={})", o.answers == "auto" ? "auto: topk below 32" : o.answers)
-      : nearest ? fmt::format("answers copied after the search (answers={}, not taken: the nearest-pair kernel)", o.answers)
-                : fmt::format("answers copied after the search (answers={}, not taken: the output is not pinned memory the device can address)", o.answers),
-      trace);
+      knn::gpu::v16_answers_text(run),
+      kd::active_trace(active));
 }
 
 std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env) {
   if (p.n < 1 || p.m < 1 || p.dim < 1) return 0;
-  const Options o = options_from(env.params);
+  const Options o = knn::gpu::v16_options(env.params);
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
-         std::size_t(p.m) * 3 * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim);
+         std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim);
 }
 
 knn::VersionDesc describe() {

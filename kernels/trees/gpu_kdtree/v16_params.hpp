@@ -1,8 +1,11 @@
 #pragma once
 // v16's declared parameters (kernels/trees/gpu_kdtree/v16_gpu_kdtree.cu). Plain C++: the tests check the
 // declarations in builds without CUDA too.
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "core/params.hpp"
 
@@ -14,6 +17,94 @@ inline constexpr int kV16DirectMinTopk = 32;
 inline bool v16_direct_wanted(const std::string& answers, int topk) {
   return answers == "direct" || (answers == "auto" && topk >= kV16DirectMinTopk);
 }
+// early (auto below topk 32): one bulk copy of the answers starts once a wave leaves at most
+// early_pct percent of the queries active, and runs under the later waves; the rows of the queries
+// still active then are written into the pinned output after the search.
+inline bool v16_early_wanted(const std::string& answers, int topk) {
+  return answers == "early" || (answers == "auto" && topk < kV16DirectMinTopk);
+}
+// v16.key_sort=auto counts below this many keys and radix-sorts from there: on an H100 (case 405) a
+// counting pass took 17-28 us for 74k-200k keys against the radix sort's 26-30, and 53-93 us for
+// 0.7-1 M keys against 43-47 (its atomics on the first wave's random leaves).
+inline constexpr int kV16CountSortMaxKeys = 1 << 18;
+inline bool v16_count_sort(const std::string& key_sort, long long keys) {
+  return key_sort == "count" || (key_sort == "auto" && keys < kV16CountSortMaxKeys);
+}
+
+// The most queries still active at the bulk copy's start: early_pct percent of m, at least 1.
+inline long long v16_early_limit(long long m, int early_pct) { return std::max(1LL, m * early_pct / 100); }
+
+// How a call's answers reached the output, as its path says it (v16_gpu_kdtree.cu).
+struct V16AnswersRun {
+  std::string answers = "auto";  // the parameter's value
+  int topk = 1, early_pct = 15;
+  bool direct = false;   // answers=direct taken: the heap kernel wrote every row
+  bool nearest = false;  // the nearest-pair kernel ran (it writes no rows into the output itself)
+  bool lag = true;       // readback=lag in effect
+  bool mapped = true;    // the output (and the counts' staging) pinned memory the device can address
+  long long early_limit = 0;
+  int cut_wave = -1, held = 0;  // early: the copy began after this wave (from 1), whose `held` queries' rows could change
+};
+
+inline std::string v16_answers_text(const V16AnswersRun& r) {
+  const bool direct_wanted = v16_direct_wanted(r.answers, r.topk);
+  const std::string as = r.answers != "auto" ? r.answers : direct_wanted ? "auto: direct from topk 32" : "auto: early below topk 32";
+  const std::string unpinned = "the output is not pinned memory the device can address";
+  if (r.direct) return fmt::format("answers written by the heap kernel into the pinned output as queries finish (answers={}: phase search_d2h)", as);
+  if (r.cut_wave >= 0)
+    return fmt::format("answers copied in one piece from the end of wave {} on, under the later waves, and the rows of its {} queries written "
+                       "again after the search (answers={}, early_pct={}: phase d2h is the copy's tail and those rows)",
+                       r.cut_wave, r.held, as, r.early_pct);
+  if (v16_early_wanted(r.answers, r.topk))
+    return fmt::format("answers copied after the search (answers={}, early not taken: {})", as,
+                       !r.lag      ? std::string("it needs readback=lag with sort and final on")
+                       : !r.mapped ? unpinned
+                                   : fmt::format("no wave left at most {} queries ({} %) active before the last kernel", r.early_limit, r.early_pct));
+  if (!direct_wanted) return fmt::format("answers copied after the search (answers={})", as);
+  return fmt::format("answers copied after the search (answers={}, not taken: {})", as, r.nearest ? "the nearest-pair kernel" : unpinned);
+}
+
+// The parameters as the code reads them (v16_gpu_kdtree.cu).
+struct V16Options {
+  int min_leaf = 0, stage_kib = 0;  // min_leaf 0: by topk (kd::leaf_for)
+  bool box = true, sort = true, final_steps = true;
+  int vec = 1;    // leaf rows: 0 one float at a time, 1 float4 groups
+  int tail = 16;  // the last kernel takes over below tail x leaves active queries
+  bool nearest = true;  // topk = 1 (no self-join): the pair in registers (kdtree_gpu_waves.cuh)
+  std::string answers = "auto";  // direct: the heap kernel writes finished rows into a pinned output; copy; early; auto
+  std::string key_sort = "auto";  // each wave's keys: radix, count (a counting pass over the leaves), auto (count below kV16CountSortMaxKeys)
+  int early_pct = 10;            // answers=early: the bulk copy starts once at most this percent of the queries are active
+  int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
+  int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
+  bool overlap = true;  // the queries copied during the build
+  bool lag = true;      // readback=lag: each wave's count read back one wave late
+  long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
+  std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
+  std::string source;  // the parameters the user set, " name=value" each
+};
+
+inline V16Options v16_options(const ParamValues& v) {
+  V16Options o;
+  o.min_leaf = int(v.integer("leaf"));
+  o.stage_kib = int(v.integer("stage_kib"));
+  o.sort = v.on("sort");
+  o.final_steps = v.on("final");
+  o.tail = int(v.integer("tail"));
+  o.vec = v.on("vec") ? 1 : 0;
+  o.nearest = v.on("nearest");
+  o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
+  o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
+  o.overlap = v.on("overlap");
+  o.lag = v.text("readback") == "lag";
+  o.segment_rows = v.integer("segment_rows");
+  o.build = v.text("build");
+  o.box = v.text("test") == "box";
+  o.answers = v.text("answers");
+  o.early_pct = int(v.integer("early_pct"));
+  o.key_sort = v.text("key_sort");
+  for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
+  return o;
+}
 
 inline std::vector<ParamDecl> v16_params() {
   using P = ParamDecl;
@@ -22,6 +113,10 @@ inline std::vector<ParamDecl> v16_params() {
       P::choice("test", "box", {"box", "median"}, "a subtree's test against the K-th distance: its box, or its splitting plane",
                 "KNN_V16_TEST"),
       P::flag("sort", true, "each wave's queries sorted by leaf (off: unsorted)", "KNN_V16_SORT"),
+      P::choice("key_sort", "auto", {"auto", "radix", "count"},
+                "how each wave's (leaf, query) keys are ordered by leaf: radix (CUB's radix sort of the leaf bits, stable), count "
+                "(one counting pass: a histogram of the leaves, its scan, each key placed at its leaf's next slot; a leaf's queries in "
+                "no fixed order), or auto (count below 2^18 keys, radix from there)"),
       P::flag("final", true, "the final steps: finished queries sort to the end, and one kernel runs the last ones to the end",
               "KNN_V16_FINAL"),
       P::integer("tail", 16, 1, 1024, "the last kernel takes over below tail x leaves active queries (default 16; 1: the thesis's rule)",
@@ -40,10 +135,14 @@ inline std::vector<ParamDecl> v16_params() {
       P::choice("heap_lanes", "auto", {"auto", "1", "2", "4", "8"},
                 "lanes per query of the heap kernel (topk above 1, or a self-join): each lane scores every L-th group of the leaf "
                 "and keeps its own copy of the heap; auto: 8 in the last kernel (few queries, long chains of leaves), 1 in the sorted waves"),
-      P::choice("answers", "auto", {"auto", "direct", "copy"},
+      P::choice("answers", "auto", {"auto", "direct", "copy", "early"},
                 "how the answers reach the output: direct (the heap kernel writes each finished query's row into a pinned output "
-                "during the waves; topk 1 without a self-join, and pageable outputs, copy), copy (one copy after the search), or "
-                "auto (direct from topk 32: rows of 128 bytes)"),
+                "during the waves; topk 1 without a self-join, and pageable outputs, copy), copy (one copy after the search), "
+                "early (one copy of every row into a pinned output starts under the waves once at most early_pct percent of the "
+                "queries are active, and the rows of those queries are written again after the search; with readback=lag), or "
+                "auto (direct from topk 32: rows of 128 bytes; early below)"),
+      P::integer("early_pct", 10, 1, 100,
+                 "answers=early: the bulk copy starts after the first wave that leaves at most this percent of the queries active"),
       P::choice("readback", "lag", {"lag", "wait"},
                 "how the host learns each wave's count of remaining queries: lag (read one wave late, so the next wave is queued "
                 "while one runs; each wave after the first is then a pair of launches, a sorted wave and the last kernel, that pick "
