@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "core/cuda/error.hpp"
+#include "core/cuda/stream.hpp"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_build_common.cuh"
 
 namespace knn::kd {
@@ -215,30 +216,25 @@ DeviceKdTree build_device_lists(const float* points, const LeafPlan& plan, int d
 }
 
 HostKdTree build_on_device(const float* host_points, const LeafPlan& plan, int dim, bool lists, std::int64_t segment_rows) {
-  cudaStream_t stream = nullptr;
-  KNN_CUDA_TRY(cudaStreamCreate(&stream));
+  cuda::Stream stream;  // first: the buffers below are freed on it before it goes back
   HostKdTree h;
   h.plan = plan;
-  {
-    cuda::StreamBuffer<float> src(std::size_t(plan.n) * dim, stream);
-    KNN_CUDA_TRY(cudaMemcpyAsync(src.data(), host_points, std::size_t(plan.n) * dim * sizeof(float), cudaMemcpyHostToDevice, stream));
-    const DeviceKdTree t = lists ? build_device_lists(src.data(), plan, dim, stream) : build_device(src.data(), plan, dim, segment_rows, stream);
-    const auto down = [&](auto& to, const auto& from, std::size_t count) {
-      to.resize(count);
-      KNN_CUDA_TRY(cudaMemcpyAsync(to.data(), from.data(), count * sizeof(to[0]), cudaMemcpyDeviceToHost, stream));
-    };
-    const std::size_t padded = std::size_t(plan.padded()), nodes = std::size_t(plan.nodes()), internal = std::size_t(plan.leaves - 1);
-    down(h.points, t.points, padded * dim);
-    down(h.index, t.index, padded);
-    down(h.lo, t.lo, nodes * dim);
-    down(h.hi, t.hi, nodes * dim);
-    down(h.split_dim, t.split_dim, internal);
-    down(h.split, t.split, internal);
-    down(h.box, t.box, nodes * 2 * box_pad(dim));
-    KNN_CUDA_TRY(cudaStreamSynchronize(stream));
-  }
-  KNN_CUDA_TRY(cudaStreamSynchronize(stream));
-  KNN_CUDA_TRY(cudaStreamDestroy(stream));
+  cuda::StreamBuffer<float> src(std::size_t(plan.n) * dim, stream);
+  KNN_CUDA_TRY(cudaMemcpyAsync(src.data(), host_points, std::size_t(plan.n) * dim * sizeof(float), cudaMemcpyHostToDevice, stream));
+  const DeviceKdTree t = lists ? build_device_lists(src.data(), plan, dim, stream) : build_device(src.data(), plan, dim, segment_rows, stream);
+  const auto down = [&](auto& to, const auto& from, std::size_t count) {
+    to.resize(count);
+    KNN_CUDA_TRY(cudaMemcpyAsync(to.data(), from.data(), count * sizeof(to[0]), cudaMemcpyDeviceToHost, stream));
+  };
+  const std::size_t padded = std::size_t(plan.padded()), nodes = std::size_t(plan.nodes()), internal = std::size_t(plan.leaves - 1);
+  down(h.points, t.points, padded * dim);
+  down(h.index, t.index, padded);
+  down(h.lo, t.lo, nodes * dim);
+  down(h.hi, t.hi, nodes * dim);
+  down(h.split_dim, t.split_dim, internal);
+  down(h.split, t.split, internal);
+  down(h.box, t.box, nodes * 2 * box_pad(dim));
+  stream.synchronize();
   return h;
 }
 
