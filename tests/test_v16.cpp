@@ -273,7 +273,8 @@ TEST_P(GpuV16Answers, PinnedOutputMatchesV0RowForRow) {
   const auto& [c, answers] = GetParam();
   const bool nearest = c.topk == 1 && !c.self_join;
   const bool direct = knn::gpu::v16_direct_wanted(answers, c.topk) && !nearest;
-  const bool early = !direct && knn::gpu::v16_early_wanted(answers, c.topk);
+  const long long bytes = (long long)c.m * c.topk * 8;
+  const bool early = !direct && knn::gpu::v16_early_wanted(answers, c.topk, bytes);
   std::map<std::string, std::string> params = {{"answers", answers}};
   if (answers == "early") params["early_pct"] = "100";  // the copy starts after wave 2 where a sorted wave follows
   const std::string path = knn::testing::check_rows_against_v0(
@@ -289,6 +290,8 @@ TEST_P(GpuV16Answers, PinnedOutputMatchesV0RowForRow) {
     const bool none = path.find("early not taken: no wave left at most ") != std::string::npos;
     EXPECT_TRUE(taken != none) << path;
     EXPECT_NE(path.find(answers == "auto" ? "answers=auto: early below topk 32" : "answers=early"), std::string::npos) << path;
+  } else if (answers == "auto") {  // these shapes' answers are under 1 MiB
+    EXPECT_NE(path.find(fmt::format("(answers=auto: early from 1048576 bytes of answers, these are {})", bytes)), std::string::npos) << path;
   } else {
     EXPECT_NE(path.find(answers == "copy" ? "answers copied after the search (answers=copy)" : "not taken: the nearest-pair kernel)"),
               std::string::npos)
@@ -480,16 +483,20 @@ TEST(GpuV16Build, ListsAndSortsBuildValidTreesAndTheSameTreeFromDistinctCoordina
 // v16.answers: direct, copy and early as asked; auto direct from topk 32 (measured: 32 gained, 5
 // lost), early below; the early copy's limit is early_pct percent of the queries, at least one.
 TEST(V16Answers, AutoTakesDirectFromTopk32AndEarlyBelow) {
-  EXPECT_TRUE(knn::gpu::v16_early_wanted("early", 64));
-  EXPECT_FALSE(knn::gpu::v16_early_wanted("copy", 5));
-  EXPECT_FALSE(knn::gpu::v16_early_wanted("direct", 5));
-  EXPECT_TRUE(knn::gpu::v16_early_wanted("auto", 1));
-  EXPECT_TRUE(knn::gpu::v16_early_wanted("auto", 31));
-  EXPECT_FALSE(knn::gpu::v16_early_wanted("auto", 32));
+  const long long mib = 1 << 20;
+  EXPECT_TRUE(knn::gpu::v16_early_wanted("early", 64, 8));  // as asked, whatever the size
+  EXPECT_FALSE(knn::gpu::v16_early_wanted("copy", 5, 40 * mib));
+  EXPECT_FALSE(knn::gpu::v16_early_wanted("direct", 5, 40 * mib));
+  EXPECT_TRUE(knn::gpu::v16_early_wanted("auto", 1, mib));
+  EXPECT_FALSE(knn::gpu::v16_early_wanted("auto", 1, mib - 1));  // auto: from 1 MiB of answers
+  EXPECT_TRUE(knn::gpu::v16_early_wanted("auto", 31, 40 * mib));
+  EXPECT_FALSE(knn::gpu::v16_early_wanted("auto", 32, 40 * mib));
   EXPECT_EQ(knn::gpu::v16_early_limit(1 << 20, 10), 104857);
   EXPECT_EQ(knn::gpu::v16_early_limit(1 << 20, 15), 157286);
   EXPECT_EQ(knn::gpu::v16_early_limit(1 << 20, 100), 1 << 20);
   EXPECT_EQ(knn::gpu::v16_early_limit(5, 1), 1);
+  // auto's time rule: 3 x the copy at 50 GB/s (405's 40 MiB of answers: 2.52 ms of waves).
+  EXPECT_NEAR(knn::gpu::v16_early_min_ms(40 << 20), 3 * 41.94304 / 50, 1e-9);
   EXPECT_EQ(knn::gpu::v16_early_limit(2000000000, 50), 1000000000);
   EXPECT_TRUE(knn::gpu::v16_direct_wanted("direct", 1));
   EXPECT_FALSE(knn::gpu::v16_direct_wanted("copy", 64));
@@ -503,6 +510,7 @@ TEST(V16Answers, AutoTakesDirectFromTopk32AndEarlyBelow) {
 TEST(V16Answers, PathSaysHowTheAnswersCame) {
   knn::gpu::V16AnswersRun r;
   r.topk = 5;
+  r.answer_bytes = 40 << 20;
   r.early_limit = 104857, r.early_pct = 10;
   EXPECT_EQ(knn::gpu::v16_answers_text(r),
             "answers copied after the search (answers=auto: early below topk 32, early not taken: no wave left at most 104857 queries (10 %) "
@@ -511,7 +519,13 @@ TEST(V16Answers, PathSaysHowTheAnswersCame) {
   EXPECT_NE(knn::gpu::v16_answers_text(r).find("from the end of wave 12 on, under the later waves, and the rows of its 156666 queries written "
                                                  "again after the search (answers=auto: early below topk 32, early_pct=10"),
             std::string::npos);
+  r.cut_wave = -1, r.held = 0, r.checked_wave = 3, r.waited_ms = 0.125, r.answer_bytes = 8 << 20;
+  EXPECT_EQ(knn::gpu::v16_answers_text(r),
+            "answers copied after the search (answers=auto: early below topk 32, early not taken: wave 3 left at most 10 % active after "
+            "0.125 ms of waves, under 3 x the copy's 0.168 ms at 50 GB/s)");
   r = {};
+  r.answer_bytes = 4000;
+  EXPECT_EQ(knn::gpu::v16_answers_text(r), "answers copied after the search (answers=auto: early from 1048576 bytes of answers, these are 4000)");
   r.answers = "early", r.lag = false;
   EXPECT_NE(knn::gpu::v16_answers_text(r).find("(answers=early, early not taken: it needs readback=lag"), std::string::npos);
   r.lag = true, r.mapped = false;

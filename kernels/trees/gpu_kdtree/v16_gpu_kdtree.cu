@@ -117,8 +117,10 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<unsigned char> temp(std::max<std::size_t>({sort_bytes, select_bytes, 1}), stream);
   const bool lag = o.lag && o.sort && o.final_steps;  // readback=lag in effect (sort and final steps on)
   // answers=early: the keys of the queries still active when the bulk copy starts (their rows are written again after it)
-  const bool pinned_out = cuda::mapped_address(out.indices) != nullptr && cuda::mapped_address(out.distances) != nullptr;
-  cuda::StreamBuffer<std::uint64_t> held(lag && pinned_out && knn::gpu::v16_early_wanted(o.answers, p.topk) ? std::size_t(p.m) : 0, stream);
+  const long long answer_bytes = (long long)p.result_slots() * 8;
+  const bool early_wanted = lag && knn::gpu::v16_early_wanted(o.answers, p.topk, answer_bytes);
+  const bool pinned_out = early_wanted && cuda::mapped_address(out.indices) != nullptr && cuda::mapped_address(out.distances) != nullptr;
+  cuda::StreamBuffer<std::uint64_t> held(pinned_out ? std::size_t(p.m) : 0, stream);
 
   // The queries go up on their own stream while the tree is built (declared after the buffers: on an
   // exception it is waited for before they are freed).
@@ -164,7 +166,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const bool early = early_i != nullptr && early_d != nullptr && counts_mapped != nullptr;
   const long long early_limit = knn::gpu::v16_early_limit(p.m, o.early_pct);
   int cut_wave = -1, held_count = 0;  // the wave (from 1) after which the copy started, and the rows written again
-  cuda::Event cut, copied;
+  cuda::Event cut, copied, first_counted;  // first_counted: the first wave's count read back
+  int checked_wave = -1;                   // answers=auto: where the waves so far were too short to hide the copy
+  float waited_ms = 0.f;
   timer.begin(search_phase);
   if (!p.self_join) KNN_CUDA_TRY(cudaStreamWaitEvent(stream, queries_in.get()));
   kd::natural_leaf_kernel<<<(p.m + 255) / 256, 256, 0, stream>>>(view, queries, p.m, keys[0].data());
@@ -265,7 +269,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
         wave_lanes.push_back(pair_lanes[w - 1][ended ? 1 : 0]);
         sorted_waves += ended ? 0 : 1;
         if (ended) { last = w - 1; break; }
-        if (early && cut_wave < 0 && items <= early_limit) {  // the copy starts after wave w-1, whose keys are the active ones
+        if (early && cut_wave < 0 && checked_wave < 0 && items <= early_limit && o.answers == "auto") {
+          KNN_CUDA_TRY(cudaEventElapsedTime(&waited_ms, first_counted.get(), counted[(w - 2) % kSlots].get()));
+          if (waited_ms < knn::gpu::v16_early_min_ms(answer_bytes)) checked_wave = w;  // too little search to hide it: no early copy
+        }
+        if (early && cut_wave < 0 && checked_wave < 0 && items <= early_limit) {  // the copy starts after wave w-1, whose keys are the active ones
           KNN_CUDA_TRY(cudaMemcpyAsync(held.data(), keys[cur].data(), std::size_t(items) * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream));
           held_count = items;
           cut_wave = w;
@@ -286,6 +294,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       read_back(w);
       timer.end();
       pair_lanes.push_back(lanes);
+      if (w == 0) first_counted.record(stream);
       cur = 1 - cur;
       if (w == 0) {
         active.push_back(p.m);
@@ -316,7 +325,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   timer.report(ctx.timing);
   const std::string build_sorts = kd::build_text(lists, o.build, p.dim, plan, o.segment_rows);
   const std::string lanes_trace = kd::lanes_trace(wave_lanes);
-  const knn::gpu::V16AnswersRun run{o.answers, p.topk, o.early_pct, direct, nearest, lag, early, early_limit, cut_wave, held_count};
+  const knn::gpu::V16AnswersRun run{o.answers, p.topk, o.early_pct, answer_bytes, direct, nearest, lag, early, early_limit, cut_wave, held_count,
+                                    checked_wave, waited_ms};
   if (o.min_leaf == 0) ctx.chosen["leaf"] = std::to_string(min_leaf);  // auto: by topk
   if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
   ctx.path = fmt::format(
@@ -348,7 +358,7 @@ std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const Options o = knn::gpu::v16_options(env.params);
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
-         std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim);
+         std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk, (long long)p.result_slots() * 8) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim);
 }
 
 knn::VersionDesc describe() {

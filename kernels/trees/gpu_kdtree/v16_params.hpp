@@ -20,8 +20,11 @@ inline bool v16_direct_wanted(const std::string& answers, int topk) {
 // early (auto below topk 32): one bulk copy of the answers starts once a wave leaves at most
 // early_pct percent of the queries active, and runs under the later waves; the rows of the queries
 // still active then are written into the pinned output after the search.
-inline bool v16_early_wanted(const std::string& answers, int topk) {
-  return answers == "early" || (answers == "auto" && topk < kV16DirectMinTopk);
+// auto takes it from 1 MiB of answers (m x topk x 8 bytes): below that the copy takes under 20 us on
+// an H100, and the call would only pay for the setup.
+inline constexpr long long kV16EarlyMinBytes = 1 << 20;
+inline bool v16_early_wanted(const std::string& answers, int topk, long long answer_bytes) {
+  return answers == "early" || (answers == "auto" && topk < kV16DirectMinTopk && answer_bytes >= kV16EarlyMinBytes);
 }
 // v16.key_sort=auto counts below this many keys and radix-sorts from there: on an H100 (case 405) a
 // counting pass took 17-28 us for 74k-200k keys against the radix sort's 26-30, and 53-93 us for
@@ -31,19 +34,31 @@ inline bool v16_count_sort(const std::string& key_sort, long long keys) {
   return key_sort == "count" || (key_sort == "auto" && keys < kV16CountSortMaxKeys);
 }
 
+// answers=auto starts the copy only where the waves after the first have run at least this many times
+// the copy's estimated time (its bytes at kV16EarlyCopyGBps) by the first wave that leaves at most
+// early_pct percent active: on an H100 the seeds' 2^20-query cases (5.7-71 ms of search) gained 0.4-0.5
+// ms, and the trees' cases 100 and 103 (0.5 and 2.4 ms of search; 8 and 64 MiB of answers) lost 0.16
+// and 0.11 ms, their copy not hidden by the little search left. answers=early starts it regardless.
+inline constexpr double kV16EarlyMinRatio = 3.0;
+inline constexpr double kV16EarlyCopyGBps = 50.0;  // an H100's pinned copy to the host, 54 GB/s, rounded down
+inline double v16_early_min_ms(long long answer_bytes) { return kV16EarlyMinRatio * double(answer_bytes) / (kV16EarlyCopyGBps * 1e6); }
+
 // The most queries still active at the bulk copy's start: early_pct percent of m, at least 1.
 inline long long v16_early_limit(long long m, int early_pct) { return std::max(1LL, m * early_pct / 100); }
 
 // How a call's answers reached the output, as its path says it (v16_gpu_kdtree.cu).
 struct V16AnswersRun {
   std::string answers = "auto";  // the parameter's value
-  int topk = 1, early_pct = 15;
+  int topk = 1, early_pct = 10;
+  long long answer_bytes = 0;  // m x topk x (4 + 4)
   bool direct = false;   // answers=direct taken: the heap kernel wrote every row
   bool nearest = false;  // the nearest-pair kernel ran (it writes no rows into the output itself)
   bool lag = true;       // readback=lag in effect
   bool mapped = true;    // the output (and the counts' staging) pinned memory the device can address
   long long early_limit = 0;
   int cut_wave = -1, held = 0;  // early: the copy began after this wave (from 1), whose `held` queries' rows could change
+  int checked_wave = -1;        // auto: the wave (from 1) that left at most early_pct percent, where the time fell short
+  double waited_ms = 0;         // the waves' time by then (from the end of the first)
 };
 
 inline std::string v16_answers_text(const V16AnswersRun& r) {
@@ -55,7 +70,15 @@ inline std::string v16_answers_text(const V16AnswersRun& r) {
     return fmt::format("answers copied in one piece from the end of wave {} on, under the later waves, and the rows of its {} queries written "
                        "again after the search (answers={}, early_pct={}: phase d2h is the copy's tail and those rows)",
                        r.cut_wave, r.held, as, r.early_pct);
-  if (v16_early_wanted(r.answers, r.topk))
+  if (r.answers == "auto" && r.topk < kV16DirectMinTopk && r.answer_bytes < kV16EarlyMinBytes)
+    return fmt::format("answers copied after the search (answers=auto: early from {} bytes of answers, these are {})", kV16EarlyMinBytes,
+                       r.answer_bytes);
+  if (r.checked_wave >= 0)
+    return fmt::format("answers copied after the search (answers={}, early not taken: wave {} left at most {} % active after {:.3f} ms of "
+                       "waves, under {} x the copy's {:.3f} ms at {} GB/s)",
+                       as, r.checked_wave, r.early_pct, r.waited_ms, kV16EarlyMinRatio, v16_early_min_ms(r.answer_bytes) / kV16EarlyMinRatio,
+                       kV16EarlyCopyGBps);
+  if (v16_early_wanted(r.answers, r.topk, r.answer_bytes))
     return fmt::format("answers copied after the search (answers={}, early not taken: {})", as,
                        !r.lag      ? std::string("it needs readback=lag with sort and final on")
                        : !r.mapped ? unpinned
