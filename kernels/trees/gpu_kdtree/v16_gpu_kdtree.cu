@@ -3,7 +3,8 @@
 // (kd_leaves.hpp) and splits every node of a level at once at the median of its widest dimension,
 // keeping node boxes, split dimensions and split values, while the queries are copied up on a second
 // stream. The search runs in waves (kdtree_gpu_waves.cuh): every query starts at its natural leaf;
-// each wave sorts the active (leaf, query) keys by leaf (CUB radix sort on the leaf bits only), and
+// each wave orders the active (leaf, query) keys by leaf (a CUB radix sort of the leaf bits, or below
+// 2^18 keys a counting pass, kdtree_gpu_keysort.cu), and
 // each thread scans its query's leaf into a top-k heap in shared memory (full (distance, index)
 // rule), then walks the implicit tree without a stack (a subtree is skipped when its box, or its
 // splitting plane, is farther than the query's K-th distance) to its next leaf. Heaps wait in the
