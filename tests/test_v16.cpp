@@ -43,7 +43,8 @@ const DeviceDiscovery& discovery() {
 
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
-  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, build, key_sort;
+  std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, build, key_sort,
+      first_batch;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
@@ -51,7 +52,7 @@ struct Knobs {
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
                                      {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
                                      {"segment_rows", segment_rows}, {"readback", readback}, {"build", build},
-                                     {"key_sort", key_sort}})
+                                     {"key_sort", key_sort}, {"first_batch", first_batch}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -108,6 +109,14 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf4_tail1_key_sort_count", "4", "", "", "", "", "", "1", "", "", "", "", "", "", "", "count"},
       {"leaf8_nofinal_key_sort_count", "8", "", "", "off", "", "", "", "", "", "", "", "", "", "", "count"},
       {"leaf16_staged_key_sort_count", "16", "", "", "", "24", "", "", "", "", "", "", "", "", "", "count"},
+      // The first wave at one lane a query with its insertions held back (first_batch; leaf8_heap_lanes1 runs
+      // auto: 8 below topk 32; on these shapes the first wave is often the last kernel, which then holds them back
+      // leaf after leaf): none, every 4 rows one float at a time, every 32 rows across many short waves
+      // (leaf 4, tail 1, more rows a flush than the leaf holds), every 8 with the median test and no final steps.
+      {"leaf8_heap_lanes1_batch0", "8", "", "", "", "", "", "", "", "", "1", "", "", "", "", "", "0"},
+      {"leaf16_heap_lanes1_batch4_scalar", "16", "", "", "", "", "off", "", "", "", "1", "", "", "", "", "", "4"},
+      {"leaf4_heap_lanes1_batch32_tail1", "4", "", "", "", "", "", "1", "", "", "1", "", "", "", "", "", "32"},
+      {"leaf32_heap_lanes1_batch8_median_nofinal", "32", "median", "", "off", "", "", "", "", "", "1", "", "", "", "", "", "8"},
   };
   return k;
 }
@@ -205,6 +214,17 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   // The heap kernel's lanes as set (staged leaves keep 1 lane in the sorted waves).
   if (!registers && !knobs.heap_lanes.empty() && knobs.stage.empty())
     EXPECT_NE(path.find("lanes per query per wave: " + knobs.heap_lanes + " (waves 1"), std::string::npos) << path;
+  // The first wave's insertions held back (v16.first_batch; auto: 8 below topk 32, else none) wherever it
+  // runs the heap kernel at one lane a query from unstaged leaves.
+  if (!registers) {
+    const bool is_auto = knobs.first_batch.empty();
+    const std::string fb = is_auto ? (c.topk < 32 ? "8" : "0") : knobs.first_batch;
+    const std::string value = (is_auto ? "first_batch=auto: " : "first_batch=") + fb;
+    const std::string said = fb == "0"                                          ? "each row put in as it is found, " + value + ")"
+                             : knobs.heap_lanes == "1" && knobs.stage.empty() ? "held and put in after every " + fb + " rows, " + value + ")"
+                                                                              : value;
+    EXPECT_NE(path.find(said), std::string::npos) << path;
+  }
   // Rows as float4 groups wherever k is compiled in, unless vec=off.
   const bool compiled = path.find("compiled in") != std::string::npos;
   EXPECT_NE(path.find(knobs.vec != "off" && compiled ? "rows read as float4 groups" : "rows read one float at a time"),
@@ -563,6 +583,21 @@ TEST(V16Trace, ActiveQueriesPerWaveAndLanesAsRuns) {
   EXPECT_EQ(kd::lanes_trace({1, 1, 1, 8}), "1 (waves 1-3), 8 (4)");
   EXPECT_EQ(kd::lanes_trace({2}), "2 (waves 1)");
   EXPECT_EQ(kd::lanes_trace({1, 2, 2, 4}), "1 (waves 1), 2 (2-3), 4 (4)");
+  EXPECT_EQ(kd::heaps_text(0, false, false), "top-k heaps in shared memory (each row put in as it is found, first_batch=0)");
+  EXPECT_EQ(kd::heaps_text(0, false, true), "top-k heaps in shared memory (each row put in as it is found, first_batch=auto: 0)");
+  EXPECT_EQ(kd::heaps_text(16, true, false),
+            "top-k heaps in shared memory (the first wave's rows closer than the K-th held and put in after every 16 rows, first_batch=16)");
+  EXPECT_EQ(kd::heaps_text(8, true, true),
+            "top-k heaps in shared memory (the first wave's rows closer than the K-th held and put in after every 8 rows, first_batch=auto: 8)");
+  EXPECT_EQ(kd::heaps_text(8, false, false),
+            "top-k heaps in shared memory (first_batch=8 not taken: the first wave ran at more than one lane a query or "
+            "from staged leaves)");
+  // auto: 8 below topk 32 (where the heaps' shared memory leaves room for the buffer), none from there.
+  EXPECT_EQ(knn::gpu::v16_first_batch(-1, 1), 8);
+  EXPECT_EQ(knn::gpu::v16_first_batch(-1, 31), 8);
+  EXPECT_EQ(knn::gpu::v16_first_batch(-1, 32), 0);
+  EXPECT_EQ(knn::gpu::v16_first_batch(16, 32), 16);
+  EXPECT_EQ(knn::gpu::v16_first_batch(0, 5), 0);
 }
 
 // The thesis's problem shape, small, through the runner's own measurement and validation.
@@ -619,7 +654,8 @@ TEST(V16Supports, ParametersAndLimits) {
   // builds without CUDA too.
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
            {"leaf", "-1"}, {"leaf", "x"}, {"leaf", "9000"}, {"sort", "2"}, {"sort", "1"}, {"final", "yes"}, {"test", "plane"},
-           {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}, {"build", "tree"}})
+           {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}, {"build", "tree"},
+           {"first_batch", "3"}, {"first_batch", "64"}, {"first_batch", "-4"}})
     EXPECT_THROW(ParamValues("v16", knn::gpu::v16_params(), {{name, bad}}), ParamError) << name << "=" << bad;
   const VersionDesc* v = Registry::instance().find("v16");
   if (v == nullptr) GTEST_SKIP() << "v16 is built only with CUDA: not registered in this build";

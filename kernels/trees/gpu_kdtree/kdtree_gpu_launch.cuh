@@ -25,13 +25,15 @@ inline bool compiled_dim(int dim) {
 // Floats per staged row: rounded up to whole float4s for the compiled-in k (as the kernel does).
 inline int staged_stride(int dim) { return compiled_dim(dim) ? (dim + 3) / 4 * 4 : dim; }
 
-inline std::size_t search_shared(int topk, int stage_leaves, int leaf_size, int dim) {
-  return std::size_t(2) * topk * kWaveBlock * 4 + std::size_t(stage_leaves) * leaf_size * (staged_stride(dim) + 1) * 4;
+// The heap kernel's shared memory: the heaps, the staged leaves, and v16.batch's buffer (one lane a key).
+inline std::size_t search_shared(int topk, int stage_leaves, int leaf_size, int dim, int batch = 0) {
+  return std::size_t(2) * topk * kWaveBlock * 4 + std::size_t(stage_leaves) * leaf_size * (staged_stride(dim) + 1) * 4 +
+         std::size_t(batch) * kWaveBlock * 8;
 }
 
 // `lanes` threads per key; the heap kernel takes its heaps' shared memory.
 inline void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
-  const std::size_t shared = heap ? search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim) : 0;
+  const std::size_t shared = heap ? search_shared(a.topk, a.stage_leaves, a.t.leaf_size, a.t.dim, lanes == 1 ? a.batch : 0) : 0;
   KNN_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   const long long threads = (long long)a.count * lanes;
   kernel<<<unsigned((threads + kWaveBlock - 1) / kWaveBlock), kWaveBlock, shared, stream>>>(a);
@@ -41,7 +43,7 @@ inline void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, bool 
 template <int DIM>
 void launch_search(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
   switch (lanes) {
-    case 1: return launch_kernel(heap ? search_kernel<DIM, 1> : nearest_kernel<DIM, 1>, a, heap, 1, stream);
+    case 1: return launch_kernel(!heap ? nearest_kernel<DIM, 1> : a.batch > 0 ? search_kernel<DIM, 1, true> : search_kernel<DIM, 1>, a, heap, 1, stream);
     case 2: return launch_kernel(heap ? search_kernel<DIM, 2> : nearest_kernel<DIM, 2>, a, heap, 2, stream);
     case 4: return launch_kernel(heap ? search_kernel<DIM, 4> : nearest_kernel<DIM, 4>, a, heap, 4, stream);
     default: return launch_kernel(heap ? search_kernel<DIM, 8> : nearest_kernel<DIM, 8>, a, heap, 8, stream);

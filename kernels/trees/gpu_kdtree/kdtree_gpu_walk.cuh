@@ -122,8 +122,15 @@ __device__ __forceinline__ void group_rows(const Query<DIM>& q, const float4* g,
 // 8, 12 or 16): G·DIM/4 16-byte loads instead of G·DIM 4-byte ones; lane takes groups lane, lane + L, ....
 // The rest go one row at a time. The distances are row_distance's either way. (Loading the next group
 // before this group's distances measured slower at k = 5 and 9 on an H100: twice the registers.)
-template <int DIM, int L, typename Offer>
-__device__ __forceinline__ void scan_share(const TreeView& t, const Query<DIM>& q, int leaf, int lane, bool vec, Offer&& offer) {
+// HOLD (L = 1 only): flush() is called after every `batch` rows and at the end (batch >= 4, so a float4
+// group never straddles two flushes and at most `batch` rows are offered between flushes).
+struct NoFlush {
+  __device__ void operator()() const {}
+};
+template <int DIM, int L, bool HOLD = false, typename Offer, typename Flush = NoFlush>
+__device__ __forceinline__ void scan_share(const TreeView& t, const Query<DIM>& q, int leaf, int lane, bool vec, Offer&& offer,
+                                           int batch = 0, Flush&& flush = Flush{}) {
+  static_assert(!HOLD || L == 1, "rows held back at one lane a key only");
   const int S = t.leaf_size, dim = DIM > 0 ? DIM : t.dim, first = leaf * S;
   const float* rows = t.points + std::size_t(first) * dim;
   int r = 0;
@@ -132,12 +139,26 @@ __device__ __forceinline__ void scan_share(const TreeView& t, const Query<DIM>& 
     if (vec && (reinterpret_cast<std::uintptr_t>(rows) & 15) == 0) {
       const float4* g = reinterpret_cast<const float4*>(rows);
       const int groups = S / G;
-      for (int x = lane; x < groups; x += L) group_rows(q, g, x, true, [&](int j, float d) { offer(d, first + x * G + j); });
+      const auto offer_group = [&](int x) { group_rows(q, g, x, true, [&](int j, float d) { offer(d, first + x * G + j); }); };
+      if constexpr (HOLD) {
+        for (int x0 = 0, per = batch / G; x0 < groups; x0 += per) {
+          for (int x = x0; x < min(groups, x0 + per); ++x) offer_group(x);
+          flush();
+        }
+      } else {
+        for (int x = lane; x < groups; x += L) offer_group(x);
+      }
       r = groups * G;
     }
   }
-  for (r += lane; r < S; r += L) {
-    offer(row_distance(q, rows + std::size_t(r) * dim, dim), first + r);
+  const auto offer_row = [&](int x) { offer(row_distance(q, rows + std::size_t(x) * dim, dim), first + x); };
+  if constexpr (HOLD) {
+    for (; r < S; r += batch) {
+      for (int x = r; x < min(S, r + batch); ++x) offer_row(x);
+      flush();
+    }
+  } else {
+    for (r += lane; r < S; r += L) offer_row(r);
   }
 }
 

@@ -55,6 +55,11 @@ struct SearchArgs {
   const unsigned* count_in = nullptr;
   int guard = 0;
   unsigned split = 0;
+  // v16.first_batch (the first wave, at one lane a key, leaf rows from global memory): the rows closer
+  // than the K-th go into a per-thread buffer of `batch` slots in shared memory, and into the heap after
+  // every `batch` rows, by every lane of the warp at once (search_kernel<DIM, 1, true>); 0: each row
+  // into the heap as it is found.
+  int batch = 0;
 };
 
 // The wave's active queries into `count`; false: the launch is the other half of its pair (the
@@ -70,7 +75,7 @@ __device__ __forceinline__ bool wave_count(const SearchArgs& a, int& count) {
 
 // L threads per active key (blocks of kWaveBlock / L consecutive keys): scan the leaf, find the next one.
 // Leaves are staged with L = 1 only.
-template <int DIM, int L>
+template <int DIM, int L, bool HOLD = false>
 __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) {
   static_assert(L == 1 || L == 2 || L == 4 || L == 8, "lanes per query: 1, 2, 4 or 8");
   using Scan = cub::BlockScan<int, kWaveBlock>;
@@ -84,6 +89,8 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
   auto* heap_i = reinterpret_cast<std::int32_t*>(heap_d + std::size_t(a.topk) * kWaveBlock);
   float* tile = reinterpret_cast<float*>(heap_i + std::size_t(a.topk) * kWaveBlock);
   auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * stride);
+  float* held_d = reinterpret_cast<float*>(tile_index + std::size_t(a.stage_leaves) * S);  // v16.batch's buffer, slot-major
+  auto* held_r = reinterpret_cast<int*>(held_d + std::size_t(a.batch) * kWaveBlock);
 
   int count;
   if (!wave_count(a, count) || int(blockIdx.x) * (kWaveBlock / L) >= count) return;  // uniform per block
@@ -144,9 +151,25 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
           if (id >= 0 && !(a.self_join && id == qid)) list.offer(d, id);
         };
         if constexpr (L == 1) {
-          scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {
-            if (d <= list.worst_distance()) take(d, r);
-          });
+          if constexpr (HOLD) {
+            // A heap insertion splits the warp: the lanes that found nothing wait for it. In the first
+            // wave every heap fills (about 25 insertions a query at topk 5, 4-5 lanes of 32 active on
+            // them). Held back and put in after every `batch` rows, the lanes' insertions run side by side.
+            int held = 0;
+            scan_share<DIM, 1, true>(
+                t, q, leaf, 0, a.vec == 1,
+                [&](float d, int r) {
+                  if (d <= list.worst_distance()) held_d[held * kWaveBlock + tid] = d, held_r[held * kWaveBlock + tid] = r, ++held;
+                },
+                a.batch, [&] {
+                  for (int j = 0; j < held; ++j) take(held_d[j * kWaveBlock + tid], held_r[j * kWaveBlock + tid]);
+                  held = 0;
+                });
+          } else {
+            scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {
+              if (d <= list.worst_distance()) take(d, r);
+            });
+          }
         } else {
           scan_lanes<DIM, L>(t, q, leaf, lane, a.vec == 1, mask, [&] { return list.worst_distance(); }, take);
         }

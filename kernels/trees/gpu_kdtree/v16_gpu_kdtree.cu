@@ -73,7 +73,7 @@ std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues&
   if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: a kd-tree needs at least one point", p.m, p.n);
   const Options o = knn::gpu::v16_options(params);
   const kd::LeafPlan plan = kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk));
-  const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim);
+  const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim, knn::gpu::v16_first_batch(o.first_batch, p.topk));
   if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
   if (o.build == "lists" && !kd::lists_fit(p.dim, plan.padded()))
     return fmt::format("build=lists: {} dimensions x {} padded rows reach 2^31 list entries (build=sort has no such limit)", p.dim, plan.padded());
@@ -181,6 +181,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   KNN_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
   const long long resident = (long long)per_sm * std::max(ctx.env.devices[0].sm_count, 1);
   std::vector<int> wave_lanes;  // per wave, the kernel's lanes per query
+  const int first_batch = knn::gpu::v16_first_batch(o.first_batch, p.topk);
+  bool first_batched = false;  // the first wave's insertions held back (first_batch)
   // keys[cur] holds `items` keys, the `count` active ones first unless finished ones sit among them.
   int cur = 0, items = p.m, count = p.m, sorted_waves = 0, count_sorts = 0, key_sorts = 0;
   std::vector<int> active;
@@ -221,6 +223,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                       : a.stage_leaves > 0 ? 1
                       : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, grid, resident)
                                            : lanes_for(to_end ? 8 : 1, grid, resident);
+    a.batch = w == 0 && lanes == 1 && !nearest && a.stage_leaves == 0 ? first_batch : 0;
+    if (w == 0) first_batched = a.batch > 0;
     dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
     return lanes;
   };
@@ -349,7 +353,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.vec == 1 && compiled_dim(p.dim) ? "as float4 groups from aligned leaves" : "one float at a time",
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
-      fmt::format("{}, lanes per query per wave: {}", nearest ? "nearest pair in registers" : "top-k heaps in shared memory", lanes_trace),
+      fmt::format("{}, lanes per query per wave: {}", nearest ? "nearest pair in registers" : kd::heaps_text(first_batch, first_batched, o.first_batch < 0), lanes_trace),
       knn::gpu::v16_answers_text(run),
       kd::active_trace(active));
 }

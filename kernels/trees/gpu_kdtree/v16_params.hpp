@@ -87,6 +87,13 @@ inline std::string v16_answers_text(const V16AnswersRun& r) {
   return fmt::format("answers copied after the search (answers={}, not taken: {})", as, r.nearest ? "the nearest-pair kernel" : unpinned);
 }
 
+// v16.first_batch=auto: the first wave's insertions held back every 8 rows below topk 32, not from there. On
+// an H200 (interleaved, 0 against 16) 405 went from 8.121 to 7.956 ms, 409 77.20 to 76.57, 407 22.90 to 22.70
+// and 302 48.83 to 48.66; 510 (topk 32, heaps of 32 KiB a block) lost, 2.038 to 2.107: the buffer's shared
+// memory costs blocks. On 405 and 409 8 slots did as well as 16 (7.949 / 76.75 ms), 4 and 32 worse.
+inline constexpr int kV16FirstBatchAuto = 8;
+inline int v16_first_batch(int knob, int topk) { return knob >= 0 ? knob : topk < kV16DirectMinTopk ? kV16FirstBatchAuto : 0; }
+
 // The parameters as the code reads them (v16_gpu_kdtree.cu).
 struct V16Options {
   int min_leaf = 0, stage_kib = 0;  // min_leaf 0: by topk (kd::leaf_for)
@@ -99,6 +106,7 @@ struct V16Options {
   int early_pct = 10;            // answers=early: the bulk copy starts once at most this percent of the queries are active
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
+  int first_batch = -1;  // the first wave at one lane a key: rows held back between insertions into the heaps (0: none; -1: auto)
   bool overlap = true;  // the queries copied during the build
   bool lag = true;      // readback=lag: each wave's count read back one wave late
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
@@ -117,6 +125,7 @@ inline V16Options v16_options(const ParamValues& v) {
   o.nearest = v.on("nearest");
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
   o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
+  o.first_batch = v.text("first_batch") == "auto" ? -1 : int(v.integer("first_batch"));
   o.overlap = v.on("overlap");
   o.lag = v.text("readback") == "lag";
   o.segment_rows = v.integer("segment_rows");
@@ -158,6 +167,11 @@ inline std::vector<ParamDecl> v16_params() {
       P::choice("heap_lanes", "auto", {"auto", "1", "2", "4", "8"},
                 "lanes per query of the heap kernel (topk above 1, or a self-join): each lane scores every L-th group of the leaf "
                 "and keeps its own copy of the heap; auto: 8 in the last kernel (few queries, long chains of leaves), 1 in the sorted waves"),
+      P::choice("first_batch", "auto", {"auto", "0", "4", "8", "16", "32"},
+                "the first wave (every heap empty) at one lane a query, leaves not staged: the rows closer than the K-th are held in "
+                "a buffer of this many slots per thread (shared memory) and put into the heap after every this many rows, by the "
+                "lanes of a warp side by side; 0: each row into the heap as it is found (a lane's insertion then stalls its warp); auto: 8 "
+                "below topk 32, else 0"),
       P::choice("answers", "auto", {"auto", "direct", "copy", "early"},
                 "how the answers reach the output: direct (the heap kernel writes each finished query's row into a pinned output "
                 "during the waves; topk 1 without a self-join, and pageable outputs, copy), copy (one copy after the search), "

@@ -34,4 +34,17 @@ inline std::string lanes_trace(const std::vector<int>& lanes) {
   return trace;
 }
 
+// The heap kernel's insertions in the first wave (v16.first_batch, its value in effect and whether it
+// was auto; `taken`: that wave ran at one lane a query from unstaged leaves), as the path says them.
+inline std::string heaps_text(int first_batch, bool taken, bool is_auto) {
+  const std::string value = is_auto ? fmt::format("first_batch=auto: {}", first_batch) : fmt::format("first_batch={}", first_batch);
+  if (first_batch <= 0) return fmt::format("top-k heaps in shared memory (each row put in as it is found, {})", value);
+  if (!taken)
+    return fmt::format("top-k heaps in shared memory ({} not taken: the first wave ran at more than one lane a query "
+                       "or from staged leaves)",
+                       value);
+  return fmt::format("top-k heaps in shared memory (the first wave's rows closer than the K-th held and put in after every {} rows, {})",
+                     first_batch, value);
+}
+
 }  // namespace knn::kd
