@@ -120,7 +120,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   // answers=early: the keys of the queries still active when the bulk copy starts (their rows are written again after it)
   const long long answer_bytes = (long long)p.result_slots() * 8;
   const bool early_wanted = lag && knn::gpu::v16_early_wanted(o.answers, p.topk, answer_bytes);
-  const bool pinned_out = early_wanted && cuda::mapped_address(out.indices) != nullptr && cuda::mapped_address(out.distances) != nullptr;
+  const bool direct_wanted = knn::gpu::v16_direct_wanted(o.answers, p.topk);  // the rules never want both
+  // The output's device addresses, where it is pinned memory the device can address and one of them wants it.
+  void* mapped_i = early_wanted || direct_wanted ? cuda::mapped_address(out.indices) : nullptr;
+  void* mapped_d = mapped_i != nullptr ? cuda::mapped_address(out.distances) : nullptr;
+  const bool pinned_out = early_wanted && mapped_i != nullptr && mapped_d != nullptr;
   cuda::StreamBuffer<std::uint64_t> held(pinned_out ? std::size_t(p.m) : 0, stream);
 
   // The queries go up on their own stream while the tree is built (declared after the buffers: on an
@@ -152,9 +156,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
   // answers=direct: the heap kernel writes finished rows into the pinned output, so the answers' copy
   // runs during the waves (phase search_d2h is both); the register kernel's rows of 8 bytes stay copied.
-  const bool wanted = knn::gpu::v16_direct_wanted(o.answers, p.topk);
-  void* host_i = wanted && !nearest ? cuda::mapped_address(out.indices) : nullptr;
-  void* host_d = wanted && !nearest ? cuda::mapped_address(out.distances) : nullptr;
+  void* host_i = direct_wanted && !nearest ? mapped_i : nullptr;
+  void* host_d = direct_wanted && !nearest ? mapped_d : nullptr;
   const bool direct = host_i != nullptr && host_d != nullptr;
   const char* search_phase = direct ? "search_d2h" : "search";
   // answers=early (readback=lag, a pinned output): one copy of every row starts on the second stream after the first wave
@@ -162,12 +165,12 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   // is stored into pinned memory by a kernel, not by the busy copy engine. Rows of the queries that wave ran may still
   // change: their keys are kept (`held`), and those rows are written again once the copy and the search are both done.
   auto* counts_mapped = held.size() > 0 ? static_cast<unsigned*>(cuda::mapped_address(remaining_host.data())) : nullptr;
-  void* early_i = held.size() > 0 && !direct ? cuda::mapped_address(out.indices) : nullptr;
-  void* early_d = held.size() > 0 && !direct ? cuda::mapped_address(out.distances) : nullptr;
+  void* early_i = held.size() > 0 ? mapped_i : nullptr;
+  void* early_d = held.size() > 0 ? mapped_d : nullptr;
   const bool early = early_i != nullptr && early_d != nullptr && counts_mapped != nullptr;
   const long long early_limit = knn::gpu::v16_early_limit(p.m, o.early_pct);
   int cut_wave = -1, held_count = 0;  // the wave (from 1) after which the copy started, and the rows written again
-  cuda::Event cut, copied, first_counted;  // first_counted: the first wave's count read back
+  cuda::Event cut, copied, first_counted;  // first_counted: the first wave's count read back (answers=auto's time rule)
   int checked_wave = -1;                   // answers=auto: where the waves so far were too short to hide the copy
   float waited_ms = 0.f;
   timer.begin(search_phase);
@@ -299,7 +302,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       read_back(w);
       timer.end();
       pair_lanes.push_back(lanes);
-      if (w == 0) first_counted.record(stream);
+      if (w == 0 && early && o.answers == "auto") first_counted.record(stream);
       cur = 1 - cur;
       if (w == 0) {
         active.push_back(p.m);
