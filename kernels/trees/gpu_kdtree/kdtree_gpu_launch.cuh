@@ -25,7 +25,7 @@ inline bool compiled_dim(int dim) {
 // Floats per staged row: rounded up to whole float4s for the compiled-in k (as the kernel does).
 inline int staged_stride(int dim) { return compiled_dim(dim) ? (dim + 3) / 4 * 4 : dim; }
 
-// The heap kernel's shared memory: the heaps, the staged leaves, and v16.batch's buffer (one lane a key).
+// The heap kernel's shared memory: the heaps, the staged leaves, and v16.first_batch's buffer (the first wave at one lane a key).
 inline std::size_t search_shared(int topk, int stage_leaves, int leaf_size, int dim, int batch = 0) {
   return std::size_t(2) * topk * kWaveBlock * 4 + std::size_t(stage_leaves) * leaf_size * (staged_stride(dim) + 1) * 4 +
          std::size_t(batch) * kWaveBlock * 8;

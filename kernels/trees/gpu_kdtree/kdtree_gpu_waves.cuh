@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
   auto* heap_i = reinterpret_cast<std::int32_t*>(heap_d + std::size_t(a.topk) * kWaveBlock);
   float* tile = reinterpret_cast<float*>(heap_i + std::size_t(a.topk) * kWaveBlock);
   auto* tile_index = reinterpret_cast<std::int32_t*>(tile + std::size_t(a.stage_leaves) * S * stride);
-  float* held_d = reinterpret_cast<float*>(tile_index + std::size_t(a.stage_leaves) * S);  // v16.batch's buffer, slot-major
+  float* held_d = reinterpret_cast<float*>(tile_index + std::size_t(a.stage_leaves) * S);  // v16.first_batch's buffer, slot-major
   auto* held_r = reinterpret_cast<int*>(held_d + std::size_t(a.batch) * kWaveBlock);
 
   int count;
