@@ -93,6 +93,8 @@ struct V15Case {
   // The tile filter: v15.tc_tile ("" leaves the default) and whether it must run.
   std::string tc_tile = "";
   bool expect_tile = false;
+  std::string tile_splits = "";  // v15.tile_splits ("" leaves the default: the rule)
+  std::string ramp = "";         // v15.ramp ("" leaves the default: on)
   // The query grid: v15.grid ("" runs the case with it off) and whether it must run.
   std::string grid = "";
   bool expect_grid = false;
@@ -110,7 +112,8 @@ struct V15Case {
            (one_stream.empty() ? "" : "_one" + one_stream) + (int8_chunks.empty() ? "" : "_chunks" + int8_chunks) +
            (tc_tile.empty() ? "" : "_tile" + tc_tile) + (host_keys.empty() ? "" : "_hostkeys" + host_keys) +
            (int8_ramp.empty() ? "" : "_ramp" + int8_ramp) + (grid.empty() ? "" : "_grid" + grid) +
-           (scale == 1.f ? "" : fmt::format("_scale10m{}", std::lround(-std::log10(double(scale)))));
+           (scale == 1.f ? "" : fmt::format("_scale10m{}", std::lround(-std::log10(double(scale))))) +
+           (tile_splits.empty() ? "" : "_tsplits" + tile_splits) + (ramp.empty() ? "" : "_rampv" + ramp);
   }
 };
 
@@ -579,17 +582,21 @@ std::string check_against_v0(const V15Case& c) {
   Environment env;
   env.devices = {discovery().devices[0]};
   // Whole numbers would take the int8 path first: the filter's cases keep it off.
+  // The other filters' and the grid's cases keep the tile filter off, whose rule at topk 1 would come first.
+  const bool other_filter = !(c.tc.empty() && c.f32.empty() && c.grid.empty());
   std::map<std::string, std::string> set{
       {"int8", c.int8.empty() && !(c.tc.empty() && c.f32.empty() && c.tc_tile.empty() && c.grid.empty()) ? "off" : c.int8},
-      {"grid", c.grid.empty() ? "off" : c.grid}};
+      {"grid", c.grid.empty() ? "off" : c.grid}, {"tc_tile", c.tc_tile.empty() && other_filter ? "off" : c.tc_tile}};
   for (const auto& [name, value] :
        {std::pair<const char*, const std::string&>{"tc", c.tc}, {"fp32_filter", c.f32}, {"fp32_queries", c.f32_queries},
         {"fp32_stage", c.f32_stage}, {"tc_split", c.tc_split}, {"shared_lists", c.shared_lists}, {"seed", c.seed},
         {"collect", c.collect}, {"collect_queries", c.collect_queries}, {"collect_scores", c.collect_scores},
         {"collect_tc", c.collect_tc}, {"collect_balance", c.collect_balance}, {"one_stream", c.one_stream},
-        {"int8_chunks", c.int8_chunks}, {"tc_tile", c.tc_tile}, {"host_keys", c.host_keys}, {"int8_ramp", c.int8_ramp}})
+        {"int8_chunks", c.int8_chunks}, {"host_keys", c.host_keys}, {"int8_ramp", c.int8_ramp},
+        {"tile_splits", c.tile_splits}, {"ramp", c.ramp}})
     if (!value.empty()) set[name] = value;
   if (set["int8"].empty()) set.erase("int8");
+  if (set["tc_tile"].empty()) set.erase("tc_tile");
   env.params = params_for("v15", set);
   if (const auto reason = v->supports(p, env)) {
     ADD_FAILURE() << "v15 skipped " << c.name() << ": " << *reason;
@@ -616,6 +623,16 @@ std::string check_against_v0(const V15Case& c) {
   if (!c.tc_tile.empty())
     EXPECT_EQ(ctx.path.rfind("tile filter:", 0) == 0, c.expect_tile)
         << c.name() << ": the tile filter " << (c.expect_tile ? "did not run" : "ran") << ": " << ctx.path;
+  if (ctx.path.rfind("tile filter:", 0) == 0) {
+    // Row splits only at topk 1: where asked for with rows for two stages (128 rows each) or more, and
+    // by the rule wherever two blocks of queries or fewer meet 8192 rows or more.
+    const bool split = ctx.path.find("splits of each chunk's rows (keys merged by atomicMin)") != std::string::npos;
+    const int knob = c.tile_splits.empty() ? 0 : std::stoi(c.tile_splits);
+    if (c.topk > 1 || knob == 1)
+      EXPECT_FALSE(split) << c.name() << ": " << ctx.path;
+    else if ((knob > 1 && c.n >= 256) || (knob == 0 && c.m <= 2 * gpu::kTileBlockQueries && c.n >= 8192))
+      EXPECT_TRUE(split) << c.name() << ": " << ctx.path;
+  }
   EXPECT_EQ(tc, c.expect_tc) << c.name() << ": the tensor-core filter " << (tc ? "ran" : "did not run") << ": " << ctx.path;
   if (!c.f32.empty()) {
     const bool f32 = ctx.path.find("fp32 filter:") != std::string::npos;
@@ -798,6 +815,33 @@ std::vector<V15Case> tile_cases() {
   add(16, 600, 5003, 5, false, Distribution::integers, 2, 6400.f);  // two values far from 0
   add(12, 1 << 19, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 37, "auto", true);
   add(12, (1 << 19) - 1, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 37, "auto", false);
+  // The rule at topk 1: from k 5, 1024 queries and 2^16 rows.
+  add(5, 1024, 1 << 16, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", true);
+  add(16, 1024, 1 << 16, 1, false, Distribution::clusters, kDefaultIntegerMax, 0.f, 0, "auto", true);
+  add(5, 1023, 1 << 16, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", false);
+  add(5, 1024, (1 << 16) - 1, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", false);
+  add(4, 4096, 1 << 16, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", false);
+  // Row splits at topk 1 (keys merged by atomicMin across splits), several chunks with the ramp or
+  // without, one query block or two, ties among splits (whole numbers, duplicates), clusters, a self-join.
+  const auto split = [&](int dim, int m, int n, int topk, std::string splits, Distribution dist = Distribution::uniform,
+                         std::uint32_t integer_max = kDefaultIntegerMax, int checked = 0, bool self_join = false, std::string ramp = "") {
+    add(dim, m, n, topk, self_join, dist, integer_max, 0.f, checked);
+    out.back().tile_splits = std::move(splits);
+    out.back().ramp = std::move(ramp);
+  };
+  split(3, 1024, (1 << 20) + 3, 1, "", Distribution::uniform, kDefaultIntegerMax, 61);  // case 10's shape: 12 MiB
+  split(3, 1024, (1 << 20) + 3, 1, "", Distribution::uniform, kDefaultIntegerMax, 61, false, "off");  // equal chunks
+  split(3, 1, 300007, 1, "");
+  split(2, 37, (1 << 21) + 1, 1, "", Distribution::integers, 6, 37);
+  split(3, 700, 400009, 1, "", Distribution::clusters, kDefaultIntegerMax, 53);
+  split(4, 513, 200003, 1, "", Distribution::duplicates, kDefaultIntegerMax, 57);
+  split(3, 0, 20011, 1, "", Distribution::uniform, kDefaultIntegerMax, 0, true);
+  split(3, 1024, 400009, 1, "1", Distribution::uniform, kDefaultIntegerMax, 41);
+  split(5, 513, 100003, 1, "7", Distribution::integers, 3, 47);
+  split(1, 100, 70001, 1, "4096");
+  split(12, 1, 300007, 1, "");
+  split(16, 3, 200003, 1, "", Distribution::integers, 5);
+  split(7, 600, 50021, 5, "8");  // topk 5: never split
   add(12, 600, 5003, 17, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // topk over 16
   add(17, 600, 5003, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);   // k over 16
   return out;
@@ -970,7 +1014,8 @@ TEST(V15Supports, SkipsWithReasons) {
   p.self_join = false;
   // Bad values of the chunking and merge parameters never reach the version: their declarations refuse them.
   for (const auto& [name, bad] : std::vector<std::pair<const char*, const char*>>{
-           {"merge_runs", "2"}, {"min_groups", "-1"}, {"ramp", "yes"}, {"ramp", "0"}, {"taper", "-1"}})
+           {"merge_runs", "2"}, {"min_groups", "-1"}, {"ramp", "yes"}, {"ramp", "0"}, {"taper", "-1"}, {"tile_splits", "-1"},
+           {"tile_splits", "4097"}, {"tile_splits", "auto"}})
     EXPECT_THROW(params_for("v15", {{name, bad}}), ParamError) << name << "=" << bad;
   EXPECT_FALSE(v->supports(p, env).has_value());
   p.self_join = true;
@@ -1501,9 +1546,21 @@ TEST(V15TilePlan, TakenOnlyWhereItApplies) {
   EXPECT_TRUE(plan(Mode::on, Mode::on).chosen);
   EXPECT_NE(plan(Mode::on, Mode::automatic, 7).why.find("compute capability 7.x"), std::string::npos);
   p.m = gpu::kTileMinQueries - 1;
-  EXPECT_NE(plan(Mode::automatic).why.find("pays from k ≥ 5, m ≥ 524288 and n ≥ 131072"), std::string::npos);
+  EXPECT_NE(plan(Mode::automatic).why.find("pays from k ≥ 5, m ≥ 524288 and n ≥ 131072, or at topk 1 from k ≥ 5, m ≥ 1024 and n ≥ 65536"),
+            std::string::npos);
   EXPECT_TRUE(plan(Mode::on).chosen);
-  p.m = 1 << 19, p.dim = gpu::kTileMinDim - 1;
+  p.topk = 1;  // the nearest neighbour: from 1024 queries and 2^16 rows
+  EXPECT_TRUE(plan(Mode::automatic).chosen);
+  p.m = gpu::kTileNearestMinQueries;
+  p.n = gpu::kTileNearestMinRows;
+  EXPECT_TRUE(plan(Mode::automatic).chosen);
+  p.m = gpu::kTileNearestMinQueries - 1;
+  EXPECT_FALSE(plan(Mode::automatic).chosen);
+  p.m = gpu::kTileNearestMinQueries, p.n = gpu::kTileNearestMinRows - 1;
+  EXPECT_FALSE(plan(Mode::automatic).chosen);
+  p.n = 1 << 17, p.dim = gpu::kTileMinDim - 1;
+  EXPECT_FALSE(plan(Mode::automatic).chosen);
+  p.topk = 5, p.m = 1 << 19, p.dim = gpu::kTileMinDim - 1;
   EXPECT_FALSE(plan(Mode::automatic).chosen);
   EXPECT_TRUE(plan(Mode::on).chosen);
   p.dim = 17;
@@ -1624,6 +1681,59 @@ double to_fp16(double x) {
 // values (each factor as far from fp16 as it gets: 1 + 2^-11 times a power of two, or just below fp16's
 // normal range), with the products and sums taken exactly: what is left for the tensor core's own sums
 // is at least the model's share. The scale keeps H·s in [1/2, 1).
+// Row splits at topk 1 only, by the rule (fill the device once, no split under kTileMinSplitStages
+// stages) or the knob (at most one per stage); the ramp only at topk 1 with fewer blocks of queries than
+// the device holds.
+TEST(V15TilePlan, RowSplitsAtTopkOne) {
+  const long long resident = 132LL * gpu::kTileFoldBlocksPerSm;
+  EXPECT_EQ(gpu::tile_splits(5, 2, 1 << 20, resident, 0), 1);
+  EXPECT_EQ(gpu::tile_splits(5, 2, 1 << 20, resident, 64), 1);
+  EXPECT_EQ(gpu::tile_splits(1, 2, 1 << 20, resident, 0), 396);         // 8192 stages: the device's 792 blocks
+  EXPECT_EQ(gpu::tile_splits(1, 2, 128 * 40, resident, 0), 10);        // 40 stages, 4 a split
+  EXPECT_EQ(gpu::tile_splits(1, 2, 128 * 7, resident, 0), 1);          // under 8 stages: one
+  EXPECT_EQ(gpu::tile_splits(1, 1, 128 * 3 + 1, resident, 0), 1);
+  EXPECT_EQ(gpu::tile_splits(1, 2000, 1 << 20, resident, 0), 1);       // the queries fill the device
+  EXPECT_EQ(gpu::tile_splits(1, 2, 1 << 20, 0, 0), 1);                 // no device: one
+  EXPECT_EQ(gpu::tile_splits(1, 2, 128 * 5, resident, 7), 5);          // the knob, at most one a stage
+  EXPECT_EQ(gpu::tile_splits(1, 2, 1 << 20, resident, 7), 7);
+  EXPECT_EQ(gpu::tile_splits(1, 1, 1 << 30, resident, 1 << 20), gpu::kTileMaxSplits);
+  std::vector<float> points(3 * 1000, 0.5f);
+  Problem p{3, 1024, 1 << 20, 1, points.data(), points.data()};
+  p.values = ValueTraits{true, false, 0.f, 1.f, true};
+  const auto plan = [&](int sms, int splits, bool ramp) { return gpu::plan_tile(p, Mode::automatic, Mode::on, 9, sms, splits, ramp); };
+  gpu::TilePlan a = plan(132, 0, true);
+  ASSERT_TRUE(a.chosen) << a.why;
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, true));
+  EXPECT_TRUE(a.ramp);
+  EXPECT_GT(a.chunks(), 3);
+  ASSERT_EQ(int(a.chunk_splits.size()), a.chunks());
+  for (int c = 0; c < a.chunks(); ++c)
+    EXPECT_EQ(a.chunk_splits[c], gpu::tile_splits(1, 2, a.chunk_rows[c + 1] - a.chunk_rows[c], resident, 0)) << c;
+  EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 396);
+  EXPECT_LT(a.chunk_splits[0], 396);  // the ramp's first chunk of 512 KiB: 341 stages, 4 a split
+  a = plan(132, 0, false);
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
+  EXPECT_FALSE(a.ramp);
+  a = plan(132, 7, false);
+  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 7);
+  EXPECT_NE(gpu::tile_path_text(p, a, 2048, 64, 256).find("2 blocks x 7 splits of each chunk's rows (keys merged by atomicMin) of 128 threads"),
+            std::string::npos)
+      << gpu::tile_path_text(p, a, 2048, 64, 256);
+  EXPECT_NE(gpu::tile_path_text(p, plan(132, 0, true), 0, 64, 256).find("2 blocks x 85..396 splits"), std::string::npos);
+  a = plan(0, 0, true);  // no device: one split, equal chunks
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
+  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
+  p.topk = 2;  // lists: no splits, no ramp
+  a = plan(132, 7, true);
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
+  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
+  EXPECT_EQ(gpu::tile_path_text(p, a, 0, 64, 256).find("splits"), std::string::npos);
+  p.topk = 1, p.m = 792 * gpu::kTileBlockQueries;  // the queries alone fill 132 SMs
+  a = plan(132, 0, true);
+  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
+  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
+}
+
 TEST(V15TilePlan, ErrorBoundCoversFp16Rounding) {
   for (double h : {1e-6, 0.3, 0.5, 1.0, 499.5, 6400.0}) {
     const double s = gpu::tile_scale(h);

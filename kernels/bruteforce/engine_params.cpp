@@ -19,7 +19,10 @@ std::vector<ParamDecl> engine_params() {
               "KNN_V15_TC_SPLIT"),
       P::mode("tc_tile",
               "the tile filter: the tensor-core filter's scores as fp16 products of 16 dimensions for many queries (k <= 16, topk <= 16); "
-              "auto: k >= 5, m >= 2^19, n >= 2^17"),
+              "auto: k >= 5, m >= 2^19, n >= 2^17; at topk 1 (rows split among blocks) k >= 5, m >= 1024, n >= 2^16"),
+      P::integer("tile_splits", 0, 0, 4096,
+                 "the tile filter's blocks along each chunk's rows per 512 queries, at topk 1 (keys merged by atomicMin); 0: the rule "
+                 "(enough to fill the device once, none under 4 stages of 128 rows); above topk 1 always 1"),
       P::mode("grid",
               "the query grid: few queries (m <= 2048, k <= 3, topk <= 32) sorted into cells, each row meeting only the cells their "
               "bounds reach; auto: topk 1, k <= 2, m >= 1024, n >= 2^20"),
@@ -42,7 +45,9 @@ std::vector<ParamDecl> engine_params() {
               "KNN_V15_COLLECT_TC"),
       P::mode("collect_balance", "the buffers' blocks sharing the rows equally in one wave; on only (auto: whole groups, as off)",
               "KNN_V15_COLLECT_BALANCE"),
-      P::flag("ramp", true, "the scan's first chunks growing from 512 KiB (off: equal chunks)", "KNN_V15_RAMP"),
+      P::flag("ramp", true,
+              "the first chunks growing from 512 KiB: the scan's from 64 queries, the tile filter's at topk 1 with row splits (off: equal chunks)",
+              "KNN_V15_RAMP"),
       P::flag("taper", true, "the scan's last chunk halved for fewer than 64 queries at topk 1 (off: whole)", "KNN_V15_TAPER"),
       P::integer("min_groups", 0, 0, 1 << 20,
                  "the fewest 4-row groups a thread scans in its split; 0: the rule (4 at topk 1, fewer where that leaves SMs idle; 16 otherwise, "
@@ -61,7 +66,7 @@ EngineSettings settings_from(const ParamValues& v) {
   EngineSettings s;
   s.int8 = v.mode("int8"), s.int8_chunks = v.text("int8_chunks") == "auto" ? 0 : int(v.integer("int8_chunks"));
   s.int8_ramp = v.on("int8_ramp");
-  s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.tc_tile = v.mode("tc_tile"), s.grid = v.mode("grid"), s.shared_lists = v.on("shared_lists");
+  s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.tc_tile = v.mode("tc_tile"), s.tile_splits = int(v.integer("tile_splits")), s.grid = v.mode("grid"), s.shared_lists = v.on("shared_lists");
   s.fp32_filter = v.mode("fp32_filter"), s.fp32_queries = int(v.integer("fp32_queries")), s.fp32_stage = v.mode("fp32_stage");
   s.seed = v.mode("seed"), s.collect = v.mode("collect");
   s.collect_queries = v.text("collect_queries") == "auto" ? 0 : int(v.integer("collect_queries"));

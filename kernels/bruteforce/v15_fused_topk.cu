@@ -145,7 +145,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks, s.int8_ramp);
   note(ctx, "int8", s.int8, int8.chosen);
   if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
-  const gpu::TilePlan tile = gpu::plan_tile(p, s.tc, s.tc_tile, info.cc_major);
+  const gpu::TilePlan tile = gpu::plan_tile(p, s.tc, s.tc_tile, info.cc_major, info.sm_count, s.tile_splits, s.ramp);
   note(ctx, "tc_tile", s.tc_tile, tile.chosen);
   if (tile.chosen) return gpu::tile_search(p, tile, out, ctx);
   const gpu::GridPlan grid = gpu::plan_grid(p, s.grid);
@@ -339,13 +339,13 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const gpu::EngineSettings s = gpu::settings_from(env.params);
   const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks, s.int8_ramp);
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
-  if (const gpu::TilePlan t = gpu::plan_tile(p, s.tc, s.tc_tile, env.devices.empty() ? 0 : env.devices[0].cc_major); t.chosen)
+  const knn::DeviceInfo d = env.devices.empty() ? knn::DeviceInfo{} : env.devices[0];
+  if (const gpu::TilePlan t = gpu::plan_tile(p, s.tc, s.tc_tile, d.cc_major, d.sm_count, s.tile_splits, s.ramp); t.chosen)
     return gpu::tile_device_bytes(p, t);
   if (const gpu::GridPlan g = gpu::plan_grid(p, s.grid); g.chosen) return gpu::grid_device_bytes(p, g);
-  const int sm_count = env.devices.empty() ? 1 : env.devices[0].sm_count;
   const List list = list_for(p.topk);
   const bool first = buffers_first(p, s);
-  const gpu::ScanPlan plan = plan_for(p, s, (long long)kMaxBlocksPerSm * std::max(1, sm_count), sm_count, 0, first);
+  const gpu::ScanPlan plan = plan_for(p, s, (long long)kMaxBlocksPerSm * std::max(1, d.sm_count), std::max(1, d.sm_count), 0, first);
   std::size_t bytes = padded_rows(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float)) +
                       p.result_slots() * (sizeof(std::int32_t) + sizeof(float));
   bytes += heap_slots(plan, list, p.topk) * (sizeof(std::int32_t) + sizeof(float));

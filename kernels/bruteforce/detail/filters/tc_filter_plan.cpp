@@ -163,7 +163,15 @@ double tile_score_error_bound(int dim, double scaled_half_span) {
   return 1.01 * (rel + std::ldexp(1.0, -22)) * w + dim * std::ldexp(1.0, -22) + std::ldexp(1.0, -13) + std::ldexp(1.0, -100);
 }
 
-TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major) {
+int tile_splits(int topk, int blocks, int largest_chunk_rows, long long resident, int knob) {
+  if (topk != 1) return 1;
+  const long long stages = std::max(1LL, ((long long)largest_chunk_rows + 8 * kTileStageGroups - 1) / (8 * kTileStageGroups));
+  long long splits = knob > 0 ? knob : std::min((resident + blocks - 1) / std::max(1, blocks), stages / kTileMinSplitStages);
+  splits = std::min<long long>({splits, stages, kTileMaxSplits});
+  return int(std::max(1LL, splits));
+}
+
+TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_count, int splits, bool ramp) {
   TilePlan plan;
   double center = 0, half = 0;
   plan.why = mode == Mode::off ? std::string("tc=off") : filter_range(p, tile, "tc_tile", kTileDims, kTileMaxTopk, center, half);
@@ -180,10 +188,14 @@ TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major) {
     plan.why = "tc=on asks for the TF32 tensor-core filter (tc_tile=on takes this one)";
     return plan;
   }
-  if (tile == Mode::automatic && (p.dim < kTileMinDim || p.m < kTileMinQueries || p.n < kTileMinRows)) {
+  const bool many = p.m >= kTileMinQueries && p.n >= kTileMinRows;
+  const bool nearest = p.topk == 1 && p.m >= kTileNearestMinQueries && p.n >= kTileNearestMinRows;
+  if (tile == Mode::automatic && (p.dim < kTileMinDim || !(many || nearest))) {
     // A fixed text: v15 plans this on every call, small ones included, and nothing prints it.
-    static_assert(kTileMinDim == 5 && kTileMinQueries == 1 << 19 && kTileMinRows == 1 << 17, "the text below names the rule");
-    plan.why = "the tile filter pays from k ≥ 5, m ≥ 524288 and n ≥ 131072";
+    static_assert(kTileMinDim == 5 && kTileMinQueries == 1 << 19 && kTileMinRows == 1 << 17 && kTileNearestMinQueries == 1024 &&
+                      kTileNearestMinRows == 1 << 16,
+                  "the text below names the rule");
+    plan.why = "the tile filter pays from k ≥ 5, m ≥ 524288 and n ≥ 131072, or at topk 1 from k ≥ 5, m ≥ 1024 and n ≥ 65536";
     return plan;
   }
   plan.center = float(center);
@@ -191,9 +203,33 @@ TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major) {
   plan.scale = float(tile_scale(plan.half_span));
   plan.band = round_up(tile_score_error_bound(p.dim, double(plan.half_span) * plan.scale));
   plan.blocks = (p.m + kTileBlockQueries - 1) / kTileBlockQueries;
-  plan.chunk_rows = plan_chunks(p.n, std::size_t(p.dim) * sizeof(float), p.self_join, false);
+  const std::size_t row_bytes = std::size_t(p.dim) * sizeof(float);
+  const long long resident = (long long)std::max(0, sm_count) * (p.dim <= kTileFoldDims ? kTileFoldBlocksPerSm : kTileBlocksPerSm);
+  // Few queries at topk 1 (fewer blocks than the device holds): the rows are split, and the chunks ramp
+  // up from 512 KiB, so the first chunk's search starts sooner and the next ones start from the exact best
+  // of its rows. Many queries keep equal chunks, as measured.
+  plan.ramp = ramp && p.topk == 1 && plan.blocks < resident;
+  plan.chunk_rows = plan_chunks(p.n, row_bytes, p.self_join, plan.ramp);
+  for (int c = 0; c < plan.chunks(); ++c)
+    plan.chunk_splits.push_back(tile_splits(p.topk, plan.blocks, plan.chunk_rows[c + 1] - plan.chunk_rows[c], resident, splits));
   plan.chosen = true;
   return plan;
+}
+
+std::string tile_path_text(const Problem& p, const TilePlan& plan, unsigned long long exact, int drain, int seed_rows) {
+  const auto [fewest, most] = std::minmax_element(plan.chunk_splits.begin(), plan.chunk_splits.end());
+  const std::string splits = plan.chunk_splits.empty() || *most == 1 ? std::string()
+                             : *fewest == *most ? fmt::format(" x {} splits of each chunk's rows (keys merged by atomicMin)", *most)
+                                                : fmt::format(" x {}..{} splits of each chunk's rows (keys merged by atomicMin)", *fewest, *most);
+  return fmt::format(
+      "tile filter: k={} as one fp16 m16n8k16 product, scores s^2(||r-c||^2 - 2(q-c).(r-c)) with c = {:g}, s = 2^{}, less "
+      "each query's threshold ({}), error bound {:.3g} (scaled; values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of "
+      "the pairs, queued by each warp and taken {} at a time; {} seed distances per query besides); {} blocks{} of {} threads ({} warps x {} queries), rows packed once per chunk "
+      "and streamed through shared memory {} at a time; {}; {}",
+      p.dim, plan.center, std::ilogb(plan.scale),
+      p.dim <= kTileFoldDims ? "norm and threshold as 4 more dimensions" : "accumulators started from the norm less the threshold", plan.band, plan.half_span,
+      exact, double(exact) / p.m, 100.0 * double(exact) / (double(p.m) * p.n), drain, seed_rows, plan.blocks, splits, kTileBlock, kTileWarps,
+      16 * kTileTiles, 8 * kTileStageGroups, chunks_text(plan.chunk_rows, p.dim, plan.ramp), filter_lists_text(p.topk) + " (in shared memory)");
 }
 
 }  // namespace knn::gpu

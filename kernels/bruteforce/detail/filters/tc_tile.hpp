@@ -35,6 +35,21 @@ inline constexpr int kTileMaxTopk = 16;                                 // the b
 inline constexpr int kTileMinDim = 5;
 inline constexpr int kTileMinQueries = 1 << 19;
 inline constexpr int kTileMinRows = 1 << 17;
+// At topk 1 the rows are split among blocks (below), so fewer queries fill the device: from 1024 queries
+// and 2^16 rows at k 5..16 it measured 0.95-0.99 of the fp32 filter's, the scan's or the TF32 filter's
+// time at 1024 queries and 0.22-0.63 from 2048 (H200, configs/studies/v15-tile-few.json, docs/v15.md
+// "Row splits for the nearest neighbour"); at k 3 it lost on case 10 (1.11) and case 6 (1.24).
+inline constexpr int kTileNearestMinQueries = 1024;
+inline constexpr int kTileNearestMinRows = 1 << 16;
+// Row splits (topk 1 only, where each query's one key is merged across blocks by atomicMin): with few
+// queries the blocks along the queries leave SMs idle, so each chunk's rows are shared out among
+// `splits` blocks per query block, enough to fill the device once, none with fewer than
+// kTileMinSplitStages stages of 128 rows. The kernel's launch bounds: kTileFoldBlocksPerSm blocks an SM
+// where the norm is folded into the product (k <= kTileFoldDims), kTileBlocksPerSm above.
+inline constexpr int kTileMinSplitStages = 4;
+inline constexpr int kTileFoldDims = kTileDims - 4;
+inline constexpr int kTileFoldBlocksPerSm = 6, kTileBlocksPerSm = 4;
+inline constexpr int kTileMaxSplits = 4096;
 
 struct TilePlan {
   bool chosen = false;
@@ -44,7 +59,9 @@ struct TilePlan {
   float scale = 1.f;      // s = 2^e with H·s in [1/2, 1)
   float band = 0.f;       // E_s ≥ |computed − true scaled score| (rounded up), in scaled units
   int blocks = 0;         // ceil(m / 512)
+  std::vector<int> chunk_splits;  // per chunk: blocks along its rows per block of queries (above 1 at topk 1 only)
   std::vector<int> chunk_rows;
+  bool ramp = false;  // the first chunks grow (topk 1 with v15.ramp)
   int chunks() const { return int(chunk_rows.size()) - 1; }
 };
 
@@ -63,10 +80,18 @@ struct TilePlan {
 double tile_score_error_bound(int dim, double scaled_half_span);
 // The power of two s with H·s in [1/2, 1) (1 for H = 0).
 double tile_scale(double half_span);
+// Row splits per block of queries: 1 above topk 1; else `knob` when set (v15.tile_splits, at most one
+// per stage), or enough to fill `resident` blocks with no split under kTileMinSplitStages stages.
+int tile_splits(int topk, int blocks, int largest_chunk_rows, long long resident, int knob);
 // `mode` is v15.tc (off turns the tile filter off too; on, with tile auto, keeps it off: the TF32
-// filter was asked for), `tile` v15.tc_tile.
-TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major);
+// filter was asked for), `tile` v15.tc_tile; `sm_count` the device's SMs (0: one split), `splits`
+// v15.tile_splits (0: the rule), `ramp` v15.ramp (growing first chunks, only at topk 1 with fewer blocks of
+// queries than the device holds: the first chunk's bounds are then the exact best of fewer rows).
+TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_count = 0, int splits = 0, bool ramp = false);
 std::size_t tile_device_bytes(const Problem& p, const TilePlan& plan);
+// The path's words: the plan, the `exact` distances the candidates took, taken `drain` at a time, besides
+// `seed_rows` seed distances per query.
+std::string tile_path_text(const Problem& p, const TilePlan& plan, unsigned long long exact, int drain, int seed_rows);
 void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunContext& ctx);
 
 }  // namespace knn::gpu
