@@ -582,8 +582,8 @@ std::string check_against_v0(const V15Case& c) {
   Environment env;
   env.devices = {discovery().devices[0]};
   // Whole numbers would take the int8 path first: the filter's cases keep it off.
-  // The other filters' and the grid's cases keep the tile filter off, whose rule at topk 1 would come first.
-  const bool other_filter = !(c.tc.empty() && c.f32.empty() && c.grid.empty());
+  // The other filters', the grid's and the seed's cases keep the tile filter off, whose rule would come first.
+  const bool other_filter = !(c.tc.empty() && c.f32.empty() && c.grid.empty() && c.seed.empty() && c.collect.empty());
   std::map<std::string, std::string> set{
       {"int8", c.int8.empty() && !(c.tc.empty() && c.f32.empty() && c.tc_tile.empty() && c.grid.empty()) ? "off" : c.int8},
       {"grid", c.grid.empty() ? "off" : c.grid}, {"tc_tile", c.tc_tile.empty() && other_filter ? "off" : c.tc_tile}};
@@ -624,11 +624,11 @@ std::string check_against_v0(const V15Case& c) {
     EXPECT_EQ(ctx.path.rfind("tile filter:", 0) == 0, c.expect_tile)
         << c.name() << ": the tile filter " << (c.expect_tile ? "did not run" : "ran") << ": " << ctx.path;
   if (ctx.path.rfind("tile filter:", 0) == 0) {
-    // Row splits only at topk 1: where asked for with rows for two stages (128 rows each) or more, and
-    // by the rule wherever two blocks of queries or fewer meet 8192 rows or more.
-    const bool split = ctx.path.find("splits of each chunk's rows (keys merged by atomicMin)") != std::string::npos;
+    // Row splits where asked for with rows for two stages (128 rows each) or more, and by the rule
+    // wherever two blocks of queries or fewer meet 8192 rows or more.
+    const bool split = ctx.path.find("splits of each chunk's rows (keys merged in global memory)") != std::string::npos;
     const int knob = c.tile_splits.empty() ? 0 : std::stoi(c.tile_splits);
-    if (c.topk > 1 || knob == 1)
+    if (knob == 1)
       EXPECT_FALSE(split) << c.name() << ": " << ctx.path;
     else if ((knob > 1 && c.n >= 256) || (knob == 0 && c.m <= 2 * gpu::kTileBlockQueries && c.n >= 8192))
       EXPECT_TRUE(split) << c.name() << ": " << ctx.path;
@@ -814,15 +814,18 @@ std::vector<V15Case> tile_cases() {
   add(12, 600, 5003, 5, false, Distribution::integers, 1);        // every value 0: H = 0, s = 1, every distance ties
   add(16, 600, 5003, 5, false, Distribution::integers, 2, 6400.f);  // two values far from 0
   add(12, 1 << 19, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 37, "auto", true);
-  add(12, (1 << 19) - 1, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 37, "auto", false);
-  // The rule at topk 1: from k 5, 1024 queries and 2^16 rows.
+  add(12, (1 << 19) - 1, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 37, "auto", true);  // one split: 1024 blocks fill the device
+  // The rule: from k 5, 1024 queries and 2^17 rows (2^16 at topk 1).
+  add(8, 1024, 1 << 17, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", true);
+  add(8, 1024, (1 << 17) - 1, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", false);
   add(5, 1024, 1 << 16, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", true);
   add(16, 1024, 1 << 16, 1, false, Distribution::clusters, kDefaultIntegerMax, 0.f, 0, "auto", true);
   add(5, 1023, 1 << 16, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", false);
   add(5, 1024, (1 << 16) - 1, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", false);
   add(4, 4096, 1 << 16, 1, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "auto", false);
-  // Row splits at topk 1 (keys merged by atomicMin across splits), several chunks with the ramp or
-  // without, one query block or two, ties among splits (whole numbers, duplicates), clusters, a self-join.
+  // Row splits (keys merged in global memory: atomicMin at topk 1, tc::offer's cascades above), several
+  // chunks with the ramp or without, one query block or two, ties among splits (whole numbers,
+  // duplicates), clusters, self-joins, lists that fill (topk 16 against 4001 rows in 32 splits).
   const auto split = [&](int dim, int m, int n, int topk, std::string splits, Distribution dist = Distribution::uniform,
                          std::uint32_t integer_max = kDefaultIntegerMax, int checked = 0, bool self_join = false, std::string ramp = "") {
     add(dim, m, n, topk, self_join, dist, integer_max, 0.f, checked);
@@ -841,7 +844,14 @@ std::vector<V15Case> tile_cases() {
   split(1, 100, 70001, 1, "4096");
   split(12, 1, 300007, 1, "");
   split(16, 3, 200003, 1, "", Distribution::integers, 5);
-  split(7, 600, 50021, 5, "8");  // topk 5: never split
+  split(7, 600, 50021, 5, "8");
+  split(5, 1024, (1 << 20) + 3, 5, "", Distribution::uniform, kDefaultIntegerMax, 61);
+  split(12, 700, 200003, 16, "", Distribution::duplicates, kDefaultIntegerMax, 53);
+  split(8, 513, 100003, 8, "", Distribution::integers, 4, 47);
+  split(9, 0, 20011, 5, "", Distribution::uniform, kDefaultIntegerMax, 0, true);
+  split(16, 1, 300007, 10, "");
+  split(5, 300, 4001, 16, "4096", Distribution::clusters);
+  split(3, 100, 9, 5, "7");
   add(12, 600, 5003, 17, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // topk over 16
   add(17, 600, 5003, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);   // k over 16
   return out;
@@ -1545,22 +1555,20 @@ TEST(V15TilePlan, TakenOnlyWhereItApplies) {
   EXPECT_NE(plan(Mode::automatic, Mode::on).why.find("tc=on asks for the TF32 tensor-core filter"), std::string::npos);
   EXPECT_TRUE(plan(Mode::on, Mode::on).chosen);
   EXPECT_NE(plan(Mode::on, Mode::automatic, 7).why.find("compute capability 7.x"), std::string::npos);
+  p.m = gpu::kTileMinQueries;  // from 1024 queries and 2^17 rows (2^16 at topk 1)
+  EXPECT_TRUE(plan(Mode::automatic).chosen);
   p.m = gpu::kTileMinQueries - 1;
-  EXPECT_NE(plan(Mode::automatic).why.find("pays from k ≥ 5, m ≥ 524288 and n ≥ 131072, or at topk 1 from k ≥ 5, m ≥ 1024 and n ≥ 65536"),
-            std::string::npos);
+  EXPECT_EQ(plan(Mode::automatic).why, "the tile filter pays from k ≥ 5, m ≥ 1024 and n ≥ 131072 (65536 at topk 1)");
   EXPECT_TRUE(plan(Mode::on).chosen);
-  p.topk = 1;  // the nearest neighbour: from 1024 queries and 2^16 rows
+  p.m = gpu::kTileMinQueries, p.n = gpu::kTileMinRows - 1;
+  EXPECT_FALSE(plan(Mode::automatic).chosen);
+  p.n = gpu::kTileNearestMinRows, p.topk = 1;
   EXPECT_TRUE(plan(Mode::automatic).chosen);
-  p.m = gpu::kTileNearestMinQueries;
-  p.n = gpu::kTileNearestMinRows;
-  EXPECT_TRUE(plan(Mode::automatic).chosen);
-  p.m = gpu::kTileNearestMinQueries - 1;
+  p.n = gpu::kTileNearestMinRows - 1;
   EXPECT_FALSE(plan(Mode::automatic).chosen);
-  p.m = gpu::kTileNearestMinQueries, p.n = gpu::kTileNearestMinRows - 1;
+  p.m = gpu::kTileMinQueries - 1, p.n = 1 << 17;
   EXPECT_FALSE(plan(Mode::automatic).chosen);
-  p.n = 1 << 17, p.dim = gpu::kTileMinDim - 1;
-  EXPECT_FALSE(plan(Mode::automatic).chosen);
-  p.topk = 5, p.m = 1 << 19, p.dim = gpu::kTileMinDim - 1;
+  p.m = 1 << 19, p.topk = 5, p.dim = gpu::kTileMinDim - 1;
   EXPECT_FALSE(plan(Mode::automatic).chosen);
   EXPECT_TRUE(plan(Mode::on).chosen);
   p.dim = 17;
@@ -1681,55 +1689,53 @@ double to_fp16(double x) {
 // values (each factor as far from fp16 as it gets: 1 + 2^-11 times a power of two, or just below fp16's
 // normal range), with the products and sums taken exactly: what is left for the tensor core's own sums
 // is at least the model's share. The scale keeps H·s in [1/2, 1).
-// Row splits at topk 1 only, by the rule (fill the device once, no split under kTileMinSplitStages
-// stages) or the knob (at most one per stage); the ramp only at topk 1 with fewer blocks of queries than
-// the device holds.
-TEST(V15TilePlan, RowSplitsAtTopkOne) {
+// Row splits by the rule (fill the device once, no split under kTileMinSplitStages stages) or the knob
+// (at most one per stage), at any topk; the ramp only with fewer blocks of queries than the device holds.
+TEST(V15TilePlan, RowSplits) {
   const long long resident = 132LL * gpu::kTileFoldBlocksPerSm;
-  EXPECT_EQ(gpu::tile_splits(5, 2, 1 << 20, resident, 0), 1);
-  EXPECT_EQ(gpu::tile_splits(5, 2, 1 << 20, resident, 64), 1);
-  EXPECT_EQ(gpu::tile_splits(1, 2, 1 << 20, resident, 0), 396);         // 8192 stages: the device's 792 blocks
-  EXPECT_EQ(gpu::tile_splits(1, 2, 128 * 40, resident, 0), 10);        // 40 stages, 4 a split
-  EXPECT_EQ(gpu::tile_splits(1, 2, 128 * 7, resident, 0), 1);          // under 8 stages: one
-  EXPECT_EQ(gpu::tile_splits(1, 1, 128 * 3 + 1, resident, 0), 1);
-  EXPECT_EQ(gpu::tile_splits(1, 2000, 1 << 20, resident, 0), 1);       // the queries fill the device
-  EXPECT_EQ(gpu::tile_splits(1, 2, 1 << 20, 0, 0), 1);                 // no device: one
-  EXPECT_EQ(gpu::tile_splits(1, 2, 128 * 5, resident, 7), 5);          // the knob, at most one a stage
-  EXPECT_EQ(gpu::tile_splits(1, 2, 1 << 20, resident, 7), 7);
-  EXPECT_EQ(gpu::tile_splits(1, 1, 1 << 30, resident, 1 << 20), gpu::kTileMaxSplits);
+  EXPECT_EQ(gpu::tile_splits(2, 1 << 20, resident, 0), 396);         // 8192 stages: the device's 792 blocks
+  EXPECT_EQ(gpu::tile_splits(2, 128 * 40, resident, 0), 10);        // 40 stages, 4 a split
+  EXPECT_EQ(gpu::tile_splits(2, 128 * 7, resident, 0), 1);          // under 8 stages: one
+  EXPECT_EQ(gpu::tile_splits(1, 128 * 3 + 1, resident, 0), 1);
+  EXPECT_EQ(gpu::tile_splits(2000, 1 << 20, resident, 0), 1);       // the queries fill the device
+  EXPECT_EQ(gpu::tile_splits(2, 1 << 20, 0, 0), 1);                 // no device: one
+  EXPECT_EQ(gpu::tile_splits(2, 128 * 5, resident, 7), 5);          // the knob, at most one a stage
+  EXPECT_EQ(gpu::tile_splits(2, 1 << 20, resident, 7), 7);
+  EXPECT_EQ(gpu::tile_splits(1, 1 << 30, resident, 1 << 20), gpu::kTileMaxSplits);
   std::vector<float> points(3 * 1000, 0.5f);
   Problem p{3, 1024, 1 << 20, 1, points.data(), points.data()};
   p.values = ValueTraits{true, false, 0.f, 1.f, true};
   const auto plan = [&](int sms, int splits, bool ramp) { return gpu::plan_tile(p, Mode::automatic, Mode::on, 9, sms, splits, ramp); };
-  gpu::TilePlan a = plan(132, 0, true);
-  ASSERT_TRUE(a.chosen) << a.why;
-  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, true));
-  EXPECT_TRUE(a.ramp);
-  EXPECT_GT(a.chunks(), 3);
-  ASSERT_EQ(int(a.chunk_splits.size()), a.chunks());
-  for (int c = 0; c < a.chunks(); ++c)
-    EXPECT_EQ(a.chunk_splits[c], gpu::tile_splits(1, 2, a.chunk_rows[c + 1] - a.chunk_rows[c], resident, 0)) << c;
-  EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 396);
-  EXPECT_LT(a.chunk_splits[0], 396);  // the ramp's first chunk of 512 KiB: 341 stages, 4 a split
-  a = plan(132, 0, false);
-  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
-  EXPECT_FALSE(a.ramp);
-  a = plan(132, 7, false);
-  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 7);
-  EXPECT_NE(gpu::tile_path_text(p, a, 2048, 64, 256).find("2 blocks x 7 splits of each chunk's rows (keys merged by atomicMin) of 128 threads"),
-            std::string::npos)
-      << gpu::tile_path_text(p, a, 2048, 64, 256);
-  EXPECT_NE(gpu::tile_path_text(p, plan(132, 0, true), 0, 64, 256).find("2 blocks x 85..396 splits"), std::string::npos);
-  a = plan(0, 0, true);  // no device: one split, equal chunks
-  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
-  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
-  p.topk = 2;  // lists: no splits, no ramp
-  a = plan(132, 7, true);
-  EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
-  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
-  EXPECT_EQ(gpu::tile_path_text(p, a, 0, 64, 256).find("splits"), std::string::npos);
+  for (int topk : {1, 5}) {
+    p.topk = topk;
+    gpu::TilePlan a = plan(132, 0, true);
+    ASSERT_TRUE(a.chosen) << a.why;
+    EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, true));
+    EXPECT_TRUE(a.ramp);
+    EXPECT_GT(a.chunks(), 3);
+    ASSERT_EQ(int(a.chunk_splits.size()), a.chunks());
+    for (int c = 0; c < a.chunks(); ++c)
+      EXPECT_EQ(a.chunk_splits[c], gpu::tile_splits(2, a.chunk_rows[c + 1] - a.chunk_rows[c], resident, 0)) << c;
+    EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 396);
+    EXPECT_LT(a.chunk_splits[0], 396);  // the ramp's first chunk of 512 KiB: 341 stages, 4 a split
+    EXPECT_NE(gpu::tile_path_text(p, a, 0, 64, 256).find("2 blocks x 85..396 splits of each chunk's rows (keys merged in global memory)"),
+              std::string::npos)
+        << gpu::tile_path_text(p, a, 0, 64, 256);
+    a = plan(132, 0, false);
+    EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
+    EXPECT_FALSE(a.ramp);
+    a = plan(132, 7, false);
+    for (int splits : a.chunk_splits) EXPECT_EQ(splits, 7);
+    EXPECT_NE(gpu::tile_path_text(p, a, 2048, 64, 256).find("2 blocks x 7 splits of each chunk's rows (keys merged in global memory) of 128 threads"),
+              std::string::npos);
+    a = plan(132, 1, false);
+    EXPECT_EQ(gpu::tile_path_text(p, a, 0, 64, 256).find("splits"), std::string::npos);
+    a = plan(0, 0, true);  // no device: one split, equal chunks
+    EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
+    for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
+  }
   p.topk = 1, p.m = 792 * gpu::kTileBlockQueries;  // the queries alone fill 132 SMs
-  a = plan(132, 0, true);
+  gpu::TilePlan a = plan(132, 0, true);
   EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
   for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
 }

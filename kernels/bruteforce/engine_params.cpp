@@ -19,10 +19,10 @@ std::vector<ParamDecl> engine_params() {
               "KNN_V15_TC_SPLIT"),
       P::mode("tc_tile",
               "the tile filter: the tensor-core filter's scores as fp16 products of 16 dimensions for many queries (k <= 16, topk <= 16); "
-              "auto: k >= 5, m >= 2^19, n >= 2^17; at topk 1 (rows split among blocks) k >= 5, m >= 1024, n >= 2^16"),
+              "auto: k >= 5, m >= 1024, n >= 2^17 (2^16 at topk 1); below 2^19 queries each chunk's rows are split among blocks"),
       P::integer("tile_splits", 0, 0, 4096,
-                 "the tile filter's blocks along each chunk's rows per 512 queries, at topk 1 (keys merged by atomicMin); 0: the rule "
-                 "(enough to fill the device once, none under 4 stages of 128 rows); above topk 1 always 1"),
+                 "the tile filter's blocks along each chunk's rows per 512 queries (their keys merged in global memory); 0: the rule "
+                 "(enough to fill the device once, none under 4 stages of 128 rows)"),
       P::mode("grid",
               "the query grid: few queries (m <= 2048, k <= 3, topk <= 32) sorted into cells, each row meeting only the cells their "
               "bounds reach; auto: topk 1, k <= 2, m >= 1024, n >= 2^20"),
@@ -46,7 +46,7 @@ std::vector<ParamDecl> engine_params() {
       P::mode("collect_balance", "the buffers' blocks sharing the rows equally in one wave; on only (auto: whole groups, as off)",
               "KNN_V15_COLLECT_BALANCE"),
       P::flag("ramp", true,
-              "the first chunks growing from 512 KiB: the scan's from 64 queries, the tile filter's at topk 1 with row splits (off: equal chunks)",
+              "the first chunks growing from 512 KiB: the scan's from 64 queries, the tile filter's where its rows are split (off: equal chunks)",
               "KNN_V15_RAMP"),
       P::flag("taper", true, "the scan's last chunk halved for fewer than 64 queries at topk 1 (off: whole)", "KNN_V15_TAPER"),
       P::integer("min_groups", 0, 0, 1 << 20,

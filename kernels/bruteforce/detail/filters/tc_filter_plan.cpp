@@ -163,8 +163,7 @@ double tile_score_error_bound(int dim, double scaled_half_span) {
   return 1.01 * (rel + std::ldexp(1.0, -22)) * w + dim * std::ldexp(1.0, -22) + std::ldexp(1.0, -13) + std::ldexp(1.0, -100);
 }
 
-int tile_splits(int topk, int blocks, int largest_chunk_rows, long long resident, int knob) {
-  if (topk != 1) return 1;
+int tile_splits(int blocks, int largest_chunk_rows, long long resident, int knob) {
   const long long stages = std::max(1LL, ((long long)largest_chunk_rows + 8 * kTileStageGroups - 1) / (8 * kTileStageGroups));
   long long splits = knob > 0 ? knob : std::min((resident + blocks - 1) / std::max(1, blocks), stages / kTileMinSplitStages);
   splits = std::min<long long>({splits, stages, kTileMaxSplits});
@@ -188,14 +187,12 @@ TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_
     plan.why = "tc=on asks for the TF32 tensor-core filter (tc_tile=on takes this one)";
     return plan;
   }
-  const bool many = p.m >= kTileMinQueries && p.n >= kTileMinRows;
-  const bool nearest = p.topk == 1 && p.m >= kTileNearestMinQueries && p.n >= kTileNearestMinRows;
-  if (tile == Mode::automatic && (p.dim < kTileMinDim || !(many || nearest))) {
+  const int min_rows = p.topk == 1 ? kTileNearestMinRows : kTileMinRows;
+  if (tile == Mode::automatic && (p.dim < kTileMinDim || p.m < kTileMinQueries || p.n < min_rows)) {
     // A fixed text: v15 plans this on every call, small ones included, and nothing prints it.
-    static_assert(kTileMinDim == 5 && kTileMinQueries == 1 << 19 && kTileMinRows == 1 << 17 && kTileNearestMinQueries == 1024 &&
-                      kTileNearestMinRows == 1 << 16,
+    static_assert(kTileMinDim == 5 && kTileMinQueries == 1024 && kTileMinRows == 1 << 17 && kTileNearestMinRows == 1 << 16,
                   "the text below names the rule");
-    plan.why = "the tile filter pays from k ≥ 5, m ≥ 524288 and n ≥ 131072, or at topk 1 from k ≥ 5, m ≥ 1024 and n ≥ 65536";
+    plan.why = "the tile filter pays from k ≥ 5, m ≥ 1024 and n ≥ 131072 (65536 at topk 1)";
     return plan;
   }
   plan.center = float(center);
@@ -205,13 +202,13 @@ TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_
   plan.blocks = (p.m + kTileBlockQueries - 1) / kTileBlockQueries;
   const std::size_t row_bytes = std::size_t(p.dim) * sizeof(float);
   const long long resident = (long long)std::max(0, sm_count) * (p.dim <= kTileFoldDims ? kTileFoldBlocksPerSm : kTileBlocksPerSm);
-  // Few queries at topk 1 (fewer blocks than the device holds): the rows are split, and the chunks ramp
-  // up from 512 KiB, so the first chunk's search starts sooner and the next ones start from the exact best
-  // of its rows. Many queries keep equal chunks, as measured.
-  plan.ramp = ramp && p.topk == 1 && plan.blocks < resident;
+  // Few queries (fewer blocks than the device holds): the rows are split, and the chunks ramp up from
+  // 512 KiB, so the first chunk's search starts sooner and the next ones start from the exact best of its
+  // rows. Many queries keep equal chunks, as measured.
+  plan.ramp = ramp && plan.blocks < resident;
   plan.chunk_rows = plan_chunks(p.n, row_bytes, p.self_join, plan.ramp);
   for (int c = 0; c < plan.chunks(); ++c)
-    plan.chunk_splits.push_back(tile_splits(p.topk, plan.blocks, plan.chunk_rows[c + 1] - plan.chunk_rows[c], resident, splits));
+    plan.chunk_splits.push_back(tile_splits(plan.blocks, plan.chunk_rows[c + 1] - plan.chunk_rows[c], resident, splits));
   plan.chosen = true;
   return plan;
 }
@@ -219,8 +216,8 @@ TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_
 std::string tile_path_text(const Problem& p, const TilePlan& plan, unsigned long long exact, int drain, int seed_rows) {
   const auto [fewest, most] = std::minmax_element(plan.chunk_splits.begin(), plan.chunk_splits.end());
   const std::string splits = plan.chunk_splits.empty() || *most == 1 ? std::string()
-                             : *fewest == *most ? fmt::format(" x {} splits of each chunk's rows (keys merged by atomicMin)", *most)
-                                                : fmt::format(" x {}..{} splits of each chunk's rows (keys merged by atomicMin)", *fewest, *most);
+                             : *fewest == *most ? fmt::format(" x {} splits of each chunk's rows (keys merged in global memory)", *most)
+                                                : fmt::format(" x {}..{} splits of each chunk's rows (keys merged in global memory)", *fewest, *most);
   return fmt::format(
       "tile filter: k={} as one fp16 m16n8k16 product, scores s^2(||r-c||^2 - 2(q-c).(r-c)) with c = {:g}, s = 2^{}, less "
       "each query's threshold ({}), error bound {:.3g} (scaled; values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of "

@@ -59,7 +59,7 @@ std::size_t tile_shared_bytes(int dim, int topk) {
 // −folded as fp16 hi + lo, B: 1 and 1), the accumulators start from 0, and a pair costs nothing after the
 // mma but its sign. Otherwise (k 13..16) each tile's accumulators start from its rows' norms less the
 // folded thresholds, rounded down.
-// SPLIT (topk 1, a.splits > 1): the block takes split blockIdx.y of the chunk's stages, and its keys are
+// SPLIT (a.splits > 1): the block takes split blockIdx.y of the chunk's stages, and its keys are
 // merged with the other splits' through a.best (a separate instance: the unsplit one keeps its registers).
 template <bool KFOLD, bool SPLIT>
 __global__ void __launch_bounds__(kTileBlock, KFOLD ? kTileFoldBlocksPerSm : kTileBlocksPerSm) tile_kernel(TileArgs a) {
@@ -72,8 +72,8 @@ __global__ void __launch_bounds__(kTileBlock, KFOLD ? kTileFoldBlocksPerSm : kTi
   unsigned long long* lists = reinterpret_cast<unsigned long long*>(queues + kTileWarps * kQueue);  // [512][topk]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
   const int block_first = blockIdx.x * kTileBlockQueries, topk = a.topk, dim = a.dim;
-  // This block's stages of the chunk: split blockIdx.y of a.splits. With several splits (topk 1) every
-  // block's improvements go to the queries' keys in global memory at once (atomicMin, below in enter).
+  // This block's stages of the chunk: split blockIdx.y of a.splits. With several splits every block's
+  // improvements go to the queries' keys in global memory at once (below in enter).
   const int first_stage = SPLIT ? int((long long)a.stages * blockIdx.y / a.splits) : 0;
   const int end_stage = SPLIT ? int((long long)a.stages * (blockIdx.y + 1) / a.splits) : a.stages;
   const auto load = [&](int st, int buffer) {
@@ -131,11 +131,17 @@ __global__ void __launch_bounds__(kTileBlock, KFOLD ? kTileFoldBlocksPerSm : kTi
     unsigned long long* list = lists + ql * topk;
     if (key < *reinterpret_cast<volatile unsigned long long*>(list + topk - 1)) {
       tc::offer(list, topk, key);
-      // Split (topk 1): the key goes to the query's key in global memory, which every split lowers, and
-      // what was there comes back into this block's list, so the next refresh follows the other splits.
+      // Split: the key goes to the query's keys in global memory, which every split lowers (topk 1:
+      // atomicMin; longer lists: tc::offer's cascade), and what their last slot holds comes back into this
+      // block's last slot, so the next refresh follows the other splits. That slot is then only a bound
+      // (never below the final topk-th key, as either slot): a split block's list is never stored.
       if constexpr (SPLIT) {
-        const unsigned long long there = atomicMin(a.best + q, key);
-        if (there < key) atomicMin(list, there);
+        if (topk == 1) {
+          const unsigned long long there = atomicMin(a.best + q, key);
+          if (there < key) atomicMin(list, there);
+        } else if (const unsigned long long last = tc::offer(a.best + std::size_t(q) * topk, topk, key); last != ~0ULL) {
+          atomicMin(list + topk - 1, last);
+        }
       }
     }
   };

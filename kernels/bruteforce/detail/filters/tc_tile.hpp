@@ -28,21 +28,20 @@ inline constexpr int kTileBlock = 32 * kTileWarps;
 inline constexpr int kTileBlockQueries = 16 * kTileTiles * kTileWarps;  // 512
 inline constexpr int kTileStageGroups = 16;                             // 8-row groups per stage (128 rows)
 inline constexpr int kTileMaxTopk = 16;                                 // the block's lists in shared memory
-// The automatic rule (v15.tc_tile=auto), from the seeds' 2^20 × 2^20 top-5 cases (docs/v15.md, "The tile
-// filter"): k 5..16 took 122-196 ms on an H200 against 243-599 ms by v15's other paths. A block owns 512
-// queries for a whole chunk, so m must cover the device more than once (2^19: 1024 blocks); nothing
-// between 2^17 and 2^20 queries, nor k below 5, was measured.
+// The automatic rule (v15.tc_tile=auto): k ≥ 5, m ≥ 1024 and n ≥ 2^17 (2^16 at topk 1). The seeds'
+// 2^20 × 2^20 top-5 cases took 122-196 ms on an H200 against 243-599 ms by v15's other paths (docs/v15.md,
+// "The tile filter"). Below 2^19 queries the rows are split among blocks (below), and against 2^20 rows
+// k 5..16 took 0.20-0.63 of the time of the TF32 filter's lists (top-5) from 1024 queries, and of the fp32 or
+// TF32 filter (top-1) from 2048; top-1 at 1024 queries tied, 0.94-0.99, cases 7 (2^16 rows) and 11 among
+// them (H200, configs/studies/v15-tile-few.json; docs/v15.md, "Row splits for the nearest neighbour"). At
+// k 3 it lost (case 10: 1.11, case 6: 1.24). Top-k lists were measured at 2^20 rows only.
 inline constexpr int kTileMinDim = 5;
-inline constexpr int kTileMinQueries = 1 << 19;
+inline constexpr int kTileMinQueries = 1024;
 inline constexpr int kTileMinRows = 1 << 17;
-// At topk 1 the rows are split among blocks (below), so fewer queries fill the device: from 1024 queries
-// and 2^16 rows at k 5..16 it measured 0.95-0.99 of the fp32 filter's, the scan's or the TF32 filter's
-// time at 1024 queries and 0.22-0.63 from 2048 (H200, configs/studies/v15-tile-few.json, docs/v15.md
-// "Row splits for the nearest neighbour"); at k 3 it lost on case 10 (1.11) and case 6 (1.24).
-inline constexpr int kTileNearestMinQueries = 1024;
 inline constexpr int kTileNearestMinRows = 1 << 16;
-// Row splits (topk 1 only, where each query's one key is merged across blocks by atomicMin): with few
-// queries the blocks along the queries leave SMs idle, so each chunk's rows are shared out among
+// Row splits (each split's keys merged into the queries' keys in global memory: atomicMin at topk 1,
+// tc::offer's cascades above): with few queries the blocks along the queries leave SMs idle, so each
+// chunk's rows are shared out among
 // `splits` blocks per query block, enough to fill the device once, none with fewer than
 // kTileMinSplitStages stages of 128 rows. The kernel's launch bounds: kTileFoldBlocksPerSm blocks an SM
 // where the norm is folded into the product (k <= kTileFoldDims), kTileBlocksPerSm above.
@@ -59,9 +58,9 @@ struct TilePlan {
   float scale = 1.f;      // s = 2^e with H·s in [1/2, 1)
   float band = 0.f;       // E_s ≥ |computed − true scaled score| (rounded up), in scaled units
   int blocks = 0;         // ceil(m / 512)
-  std::vector<int> chunk_splits;  // per chunk: blocks along its rows per block of queries (above 1 at topk 1 only)
+  std::vector<int> chunk_splits;  // per chunk: blocks along its rows per block of queries
   std::vector<int> chunk_rows;
-  bool ramp = false;  // the first chunks grow (topk 1 with v15.ramp)
+  bool ramp = false;  // the first chunks grow (few queries, v15.ramp)
   int chunks() const { return int(chunk_rows.size()) - 1; }
 };
 
@@ -80,13 +79,13 @@ struct TilePlan {
 double tile_score_error_bound(int dim, double scaled_half_span);
 // The power of two s with H·s in [1/2, 1) (1 for H = 0).
 double tile_scale(double half_span);
-// Row splits per block of queries: 1 above topk 1; else `knob` when set (v15.tile_splits, at most one
-// per stage), or enough to fill `resident` blocks with no split under kTileMinSplitStages stages.
-int tile_splits(int topk, int blocks, int largest_chunk_rows, long long resident, int knob);
+// Row splits per block of queries: `knob` when set (v15.tile_splits, at most one per stage), or enough to
+// fill `resident` blocks with no split under kTileMinSplitStages stages.
+int tile_splits(int blocks, int largest_chunk_rows, long long resident, int knob);
 // `mode` is v15.tc (off turns the tile filter off too; on, with tile auto, keeps it off: the TF32
 // filter was asked for), `tile` v15.tc_tile; `sm_count` the device's SMs (0: one split), `splits`
-// v15.tile_splits (0: the rule), `ramp` v15.ramp (growing first chunks, only at topk 1 with fewer blocks of
-// queries than the device holds: the first chunk's bounds are then the exact best of fewer rows).
+// v15.tile_splits (0: the rule), `ramp` v15.ramp (growing first chunks, only with fewer blocks of queries
+// than the device holds: the later chunks then start from the exact best of the first one's rows).
 TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_count = 0, int splits = 0, bool ramp = false);
 std::size_t tile_device_bytes(const Problem& p, const TilePlan& plan);
 // The path's words: the plan, the `exact` distances the candidates took, taken `drain` at a time, besides

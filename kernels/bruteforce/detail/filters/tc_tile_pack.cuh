@@ -24,7 +24,7 @@ struct TileArgs {
   // ‖(r − c)s‖² of rows 2t (z) and 2t + 1 (w), the accumulator columns the lane holds.
   uint4* packed;
   int dim, m, topk, row_begin, row_end, stages;  // the chunk [row_begin, row_end): its groups padded to whole stages
-  int splits;  // blocks along the chunk's stages (blockIdx.y); above 1 only at topk 1, whose keys are merged by atomicMin
+  int splits;  // blocks along the chunk's stages (blockIdx.y), their keys merged in global memory (SPLIT)
   bool self_join;
   float center, scale, scale2, band;
   unsigned long long* best;  // m × topk keys
