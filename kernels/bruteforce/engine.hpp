@@ -21,7 +21,7 @@ struct EngineSettings {
   bool int8_ramp = true;                   // its first chunk cut in two halves
   Mode tc = Mode::automatic;               // the tensor-core filter
   Mode tc_split = Mode::automatic;         // its values split into hi + lo TF32
-  Mode tc_tile = Mode::automatic;          // the tile filter (fp16 products, many queries)
+  Mode tc_tile = Mode::automatic;          // the tile filter (fp16 products, from 1024 queries)
   int tile_splits = 0;                     // its blocks along each chunk's rows at topk 1; 0 the rule
   Mode grid = Mode::automatic;             // the query grid (few queries, k <= 3)
   bool shared_lists = true;                // its topk > 1 lists in shared memory where they fit

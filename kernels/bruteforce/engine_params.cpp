@@ -18,7 +18,7 @@ std::vector<ParamDecl> engine_params() {
       P::mode("tc_split", "the tensor-core filter's values split into hi + lo TF32; auto: below 8 dimensions (on: k <= 8)",
               "KNN_V15_TC_SPLIT"),
       P::mode("tc_tile",
-              "the tile filter: the tensor-core filter's scores as fp16 products of 16 dimensions for many queries (k <= 16, topk <= 16); "
+              "the tile filter: the tensor-core filter's scores as fp16 products of 16 dimensions from 1024 queries (k <= 16, topk <= 16); "
               "auto: k >= 5, m >= 1024, n >= 2^17 (2^16 at topk 1); below 2^19 queries each chunk's rows are split among blocks"),
       P::integer("tile_splits", 0, 0, 4096,
                  "the tile filter's blocks along each chunk's rows per 512 queries (their keys merged in global memory); 0: the rule "

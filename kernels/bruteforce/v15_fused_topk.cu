@@ -7,7 +7,7 @@
 // detail/scan/topk_merge.cu). Distances are Σ(q − r)² in fp32 with fused multiply-adds. Any k, m and n,
 // self-joins. Instead, where they apply: the exact int8 path for whole numbers (detail/int8/exact_int8.hpp);
 // the tensor-core filter (detail/filters/tc_filter.hpp): TF32 scores with a proven bound pick the rows whose
-// exact distance is computed, the answers are the scan's; its fp16 tile kernel for many queries
+// exact distance is computed, the answers are the scan's; its fp16 tile kernel from 1024 queries
 // (detail/filters/tc_tile.hpp); the same filter on CUDA cores below 8 dimensions (detail/filters/fp32_filter.cuh);
 // seeded bounds and candidate buffers for joins of many queries (detail/seed/); a grid of few queries in 1-3
 // dimensions that each row meets only where their bounds reach (detail/grid/query_grid.hpp).

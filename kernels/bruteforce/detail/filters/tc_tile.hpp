@@ -1,5 +1,5 @@
 #pragma once
-// v15's tile filter: the tensor-core filter's score and proof (tc_filter.cuh) for many queries, with
+// v15's tile filter: the tensor-core filter's score and proof (tc_filter.cuh) for 1024 queries and more, with
 // the per-pair work cut to what the tensor cores cannot do. A warp holds 128 queries as fp16 A
 // fragments of −2(q − c)·s (s a power of two that brings the centred values within [−1, 1]); every
 // chunk of references is first written once as ready B fragments (fp16 (r − c)·s, 16 dimensions) with
