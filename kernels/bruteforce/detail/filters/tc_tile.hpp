@@ -9,8 +9,8 @@
 // are the product's last four dimensions; for k 13..16 the accumulators start from the norm less the
 // threshold), so a pair costs only its sign, ORed with the others', and the warp one vote per 1024
 // pairs. Candidates get the fused scan's exact fp32
-// distance and enter the query's topk keys in shared memory (tc::offer), so the answers are the
-// scan's, bit for bit. The plan and the bound are host code, tested on the CPU.
+// distance and enter the query's topk keys in shared memory (tc::offer), and with row splits the query's
+// keys in global memory as well (below), so the answers are the scan's, bit for bit. The plan and the bound are host code, tested on the CPU.
 #include <cstddef>
 #include <string>
 #include <vector>
