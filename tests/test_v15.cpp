@@ -632,6 +632,9 @@ std::string check_against_v0(const V15Case& c) {
       EXPECT_FALSE(split) << c.name() << ": " << ctx.path;
     else if ((knob > 1 && c.n >= 256) || (knob == 0 && c.m <= 2 * gpu::kTileBlockQueries && c.n >= 8192))
       EXPECT_TRUE(split) << c.name() << ": " << ctx.path;
+    // Split by the rule from 32 blocks of queries: the device filled twice over (tile_waves=0).
+    if (knob == 0 && split && (c.m + gpu::kTileBlockQueries - 1) / gpu::kTileBlockQueries >= gpu::kTileTwoWaveBlocks)
+      EXPECT_NE(ctx.path.find(", 2 times the blocks the device holds,"), std::string::npos) << c.name() << ": " << ctx.path;
   }
   EXPECT_EQ(tc, c.expect_tc) << c.name() << ": the tensor-core filter " << (tc ? "ran" : "did not run") << ": " << ctx.path;
   if (!c.f32.empty()) {
@@ -852,6 +855,11 @@ std::vector<V15Case> tile_cases() {
   split(16, 1, 300007, 10, "");
   split(5, 300, 4001, 16, "4096", Distribution::clusters);
   split(3, 100, 9, 5, "7");
+  // From 32 blocks of queries the rule fills the device twice over (v15.tile_waves=0): nearest, lists with
+  // ties, clusters that fill topk 16.
+  split(7, 16384, 300007, 1, "", Distribution::uniform, kDefaultIntegerMax, 61);
+  split(8, 16385, 200003, 8, "", Distribution::integers, 4, 53);
+  split(16, 20000, 150001, 16, "", Distribution::clusters, kDefaultIntegerMax, 47);
   add(12, 600, 5003, 17, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);  // topk over 16
   add(17, 600, 5003, 5, false, Distribution::uniform, kDefaultIntegerMax, 0.f, 0, "on", false);   // k over 16
   return out;
@@ -1734,6 +1742,58 @@ TEST(V15TilePlan, RowSplits) {
   gpu::TilePlan a = plan(132, 0, true);
   EXPECT_EQ(a.chunk_rows, gpu::plan_chunks(p.n, 12, false, false));
   for (int splits : a.chunk_splits) EXPECT_EQ(splits, 1);
+  EXPECT_EQ(a.waves, 1);
+  // v15.tile_waves: the rule fills the device twice over from 32 blocks of queries while they alone leave SMs
+  // idle (16384 queries: ceil(2 x 792 / 32) = 50 splits of the equal chunks), once below (4096: 99) and
+  // from there; a set value as set; the knob's splits as set, whatever the waves.
+  const auto waved = [&](int m, int waves, int splits = 0) {
+    p.m = m;
+    return gpu::plan_tile(p, Mode::automatic, Mode::on, 9, 132, splits, true, waves);
+  };
+  a = waved(16384, 0);
+  EXPECT_EQ(a.blocks, gpu::kTileTwoWaveBlocks);
+  EXPECT_EQ(a.waves, 2);
+  EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 50);
+  for (int c = 0; c < a.chunks(); ++c)
+    EXPECT_EQ(a.chunk_splits[c], gpu::tile_splits(32, a.chunk_rows[c + 1] - a.chunk_rows[c], 2 * resident, 0)) << c;
+  EXPECT_NE(gpu::tile_path_text(p, a, 0, 64, 256).find("splits of each chunk's rows (keys merged in global memory), 2 times the blocks the device holds, of 128 threads"),
+            std::string::npos)
+      << gpu::tile_path_text(p, a, 0, 64, 256);
+  a = waved(16384, 1);
+  EXPECT_EQ(a.waves, 1);
+  EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 25);
+  a = waved(16384 - 512, 0);  // 31 blocks
+  EXPECT_EQ(a.waves, 1);
+  EXPECT_EQ(gpu::tile_path_text(p, a, 0, 64, 256).find("times the blocks"), std::string::npos);
+  a = waved(4096, 0);
+  EXPECT_EQ(a.waves, 1);
+  EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 99);
+  a = waved(4096, 3);
+  EXPECT_EQ(a.waves, 3);
+  EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 297);
+  a = waved(65536, 0);  // 128 blocks: ceil(1584 / 128) = 13
+  EXPECT_EQ(a.waves, 2);
+  EXPECT_EQ(*std::max_element(a.chunk_splits.begin(), a.chunk_splits.end()), 13);
+  a = waved(16384, 0, 7);  // the knob
+  EXPECT_EQ(a.waves, 1);
+  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 7);
+  a = waved(792 * gpu::kTileBlockQueries, 2);  // the queries fill the device: no splits however many waves
+  EXPECT_EQ(a.waves, 2);
+  for (int splits : a.chunk_splits) EXPECT_EQ(splits, 2);
+  EXPECT_EQ(waved(792 * gpu::kTileBlockQueries, 0).waves, 1);
+}
+
+// A chunk's stages: its 8-row groups, 16 a stage, the last padded, which is whole stages of 128 rows (the
+// count tile_splits made itself before it took tile_stages); no overflow at 2^31 - 1 rows.
+TEST(V15TilePlan, StagesOfAChunk) {
+  static_assert(gpu::tile_stages(128 * 342) == 342);
+  EXPECT_EQ(gpu::tile_stages(0), 0);
+  EXPECT_EQ(gpu::tile_stages(1), 1);
+  EXPECT_EQ(gpu::tile_stages(128), 1);
+  EXPECT_EQ(gpu::tile_stages(129), 2);
+  EXPECT_EQ(gpu::tile_stages(1 << 20), 8192);
+  EXPECT_EQ(gpu::tile_stages(std::numeric_limits<int>::max()), 1 << 24);
+  for (long long rows = 0; rows < 4096; ++rows) EXPECT_EQ(gpu::tile_stages(rows), (rows + 127) / 128) << rows;
 }
 
 // The bound covers the fp16 rounding of both factors and the fp32 norm on random and on worst-case

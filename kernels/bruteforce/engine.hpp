@@ -23,6 +23,7 @@ struct EngineSettings {
   Mode tc_split = Mode::automatic;         // its values split into hi + lo TF32
   Mode tc_tile = Mode::automatic;          // the tile filter (fp16 products, from 1024 queries)
   int tile_splits = 0;                     // its blocks along each chunk's rows below 2^19 queries; 0 the rule
+  int tile_waves = 0;                      // the rule's times over the device; 0 the rule
   Mode grid = Mode::automatic;             // the query grid (few queries, k <= 3)
   bool shared_lists = true;                // its topk > 1 lists in shared memory where they fit
   Mode fp32_filter = Mode::automatic;      // the fp32 filter

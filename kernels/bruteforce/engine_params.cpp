@@ -23,6 +23,9 @@ std::vector<ParamDecl> engine_params() {
       P::integer("tile_splits", 0, 0, 4096,
                  "the tile filter's blocks along each chunk's rows per 512 queries (their keys merged in global memory); 0: the rule "
                  "(enough to fill the device once, none under 4 stages of 128 rows)"),
+      P::integer("tile_waves", 0, 0, 16,
+                 "how many times over the tile filter's split rule (tile_splits=0) fills the device: more, smaller blocks along each "
+                 "chunk's rows; 0: the rule (2 from 32 blocks of 512 queries while the queries alone leave SMs idle, else 1)"),
       P::mode("grid",
               "the query grid: few queries (m <= 2048, k <= 3, topk <= 32) sorted into cells, each row meeting only the cells their "
               "bounds reach; auto: topk 1, k <= 2, m >= 1024, n >= 2^20"),
@@ -66,7 +69,7 @@ EngineSettings settings_from(const ParamValues& v) {
   EngineSettings s;
   s.int8 = v.mode("int8"), s.int8_chunks = v.text("int8_chunks") == "auto" ? 0 : int(v.integer("int8_chunks"));
   s.int8_ramp = v.on("int8_ramp");
-  s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.tc_tile = v.mode("tc_tile"), s.tile_splits = int(v.integer("tile_splits")), s.grid = v.mode("grid"), s.shared_lists = v.on("shared_lists");
+  s.tc = v.mode("tc"), s.tc_split = v.mode("tc_split"), s.tc_tile = v.mode("tc_tile"), s.tile_splits = int(v.integer("tile_splits")), s.tile_waves = int(v.integer("tile_waves")), s.grid = v.mode("grid"), s.shared_lists = v.on("shared_lists");
   s.fp32_filter = v.mode("fp32_filter"), s.fp32_queries = int(v.integer("fp32_queries")), s.fp32_stage = v.mode("fp32_stage");
   s.seed = v.mode("seed"), s.collect = v.mode("collect");
   s.collect_queries = v.text("collect_queries") == "auto" ? 0 : int(v.integer("collect_queries"));

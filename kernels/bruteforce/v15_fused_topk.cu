@@ -145,7 +145,7 @@ void v15_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks, s.int8_ramp);
   note(ctx, "int8", s.int8, int8.chosen);
   if (int8.chosen) return gpu::int8_search(p, int8, out, ctx);
-  const gpu::TilePlan tile = gpu::plan_tile(p, s.tc, s.tc_tile, info.cc_major, info.sm_count, s.tile_splits, s.ramp);
+  const gpu::TilePlan tile = gpu::plan_tile(p, s.tc, s.tc_tile, info.cc_major, info.sm_count, s.tile_splits, s.ramp, s.tile_waves);
   note(ctx, "tc_tile", s.tc_tile, tile.chosen);
   if (tile.chosen) return gpu::tile_search(p, tile, out, ctx);
   const gpu::GridPlan grid = gpu::plan_grid(p, s.grid);
@@ -340,7 +340,7 @@ std::size_t v15_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const gpu::Int8Plan int8 = gpu::plan_int8(p, s.int8, s.int8_chunks, s.int8_ramp);
   if (int8.chosen) return gpu::int8_device_bytes(p, int8);
   const knn::DeviceInfo d = env.devices.empty() ? knn::DeviceInfo{} : env.devices[0];
-  if (const gpu::TilePlan t = gpu::plan_tile(p, s.tc, s.tc_tile, d.cc_major, d.sm_count, s.tile_splits, s.ramp); t.chosen)
+  if (const gpu::TilePlan t = gpu::plan_tile(p, s.tc, s.tc_tile, d.cc_major, d.sm_count, s.tile_splits, s.ramp, s.tile_waves); t.chosen)
     return gpu::tile_device_bytes(p, t);
   if (const gpu::GridPlan g = gpu::plan_grid(p, s.grid); g.chosen) return gpu::grid_device_bytes(p, g);
   const List list = list_for(p.topk);

@@ -164,13 +164,13 @@ double tile_score_error_bound(int dim, double scaled_half_span) {
 }
 
 int tile_splits(int blocks, int largest_chunk_rows, long long resident, int knob) {
-  const long long stages = std::max(1LL, ((long long)largest_chunk_rows + 8 * kTileStageGroups - 1) / (8 * kTileStageGroups));
+  const long long stages = std::max(1, tile_stages(largest_chunk_rows));
   long long splits = knob > 0 ? knob : std::min((resident + blocks - 1) / std::max(1, blocks), stages / kTileMinSplitStages);
   splits = std::min<long long>({splits, stages, kTileMaxSplits});
   return int(std::max(1LL, splits));
 }
 
-TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_count, int splits, bool ramp) {
+TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_count, int splits, bool ramp, int waves) {
   TilePlan plan;
   double center = 0, half = 0;
   plan.why = mode == Mode::off ? std::string("tc=off") : filter_range(p, tile, "tc_tile", kTileDims, kTileMaxTopk, center, half);
@@ -207,8 +207,9 @@ TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_
   // rows. Many queries keep equal chunks, as measured.
   plan.ramp = ramp && plan.blocks < resident;
   plan.chunk_rows = plan_chunks(p.n, row_bytes, p.self_join, plan.ramp);
+  plan.waves = splits > 0 ? 1 : waves > 0 ? waves : plan.blocks >= kTileTwoWaveBlocks && plan.blocks < resident ? 2 : 1;  // the knob: its splits
   for (int c = 0; c < plan.chunks(); ++c)
-    plan.chunk_splits.push_back(tile_splits(plan.blocks, plan.chunk_rows[c + 1] - plan.chunk_rows[c], resident, splits));
+    plan.chunk_splits.push_back(tile_splits(plan.blocks, plan.chunk_rows[c + 1] - plan.chunk_rows[c], resident * plan.waves, splits));
   plan.chosen = true;
   return plan;
 }
@@ -218,6 +219,7 @@ std::string tile_path_text(const Problem& p, const TilePlan& plan, unsigned long
   const std::string splits = plan.chunk_splits.empty() || *most == 1 ? std::string()
                              : *fewest == *most ? fmt::format(" x {} splits of each chunk's rows (keys merged in global memory)", *most)
                                                 : fmt::format(" x {}..{} splits of each chunk's rows (keys merged in global memory)", *fewest, *most);
+  const std::string waves = splits.empty() || plan.waves == 1 ? std::string() : fmt::format(", {} times the blocks the device holds,", plan.waves);
   return fmt::format(
       "tile filter: k={} as one fp16 m16n8k16 product, scores s^2(||r-c||^2 - 2(q-c).(r-c)) with c = {:g}, s = 2^{}, less "
       "each query's threshold ({}), error bound {:.3g} (scaled; values within {:g} of c); {} exact fp32 distances for candidates ({:.1f} per query, {:.4f} % of "
@@ -225,7 +227,7 @@ std::string tile_path_text(const Problem& p, const TilePlan& plan, unsigned long
       "and streamed through shared memory {} at a time; {}; {}",
       p.dim, plan.center, std::ilogb(plan.scale),
       p.dim <= kTileFoldDims ? "norm and threshold as 4 more dimensions" : "accumulators started from the norm less the threshold", plan.band, plan.half_span,
-      exact, double(exact) / p.m, 100.0 * double(exact) / (double(p.m) * p.n), drain, seed_rows, plan.blocks, splits, kTileBlock, kTileWarps,
+      exact, double(exact) / p.m, 100.0 * double(exact) / (double(p.m) * p.n), drain, seed_rows, plan.blocks, splits + waves, kTileBlock, kTileWarps,
       16 * kTileTiles, 8 * kTileStageGroups, chunks_text(plan.chunk_rows, p.dim, plan.ramp), filter_lists_text(p.topk) + " (in shared memory)");
 }
 

@@ -48,10 +48,10 @@ __device__ __forceinline__ float fold(float threshold) {
 
 // Dynamic shared memory: two stages of packed rows, the block's queries' scaled ‖q − c‖²
 // from below, each warp's queue, and the queries' topk keys.
-constexpr std::size_t kStageBytes = kStageLanes * sizeof(uint4);  // k ≤ kFoldDims: half
+constexpr std::size_t kStageBytes = kStageLanes * sizeof(uint4);  // k ≤ kTileFoldDims: half
 constexpr int kQueue = 128;  // (query, row) pairs per warp
 std::size_t tile_shared_bytes(int dim, int topk) {
-  return 2 * kStageBytes / (dim <= kFoldDims ? 2 : 1) + kTileWarps * kQueue * sizeof(int2) +
+  return 2 * kStageBytes / (dim <= kTileFoldDims ? 2 : 1) + kTileWarps * kQueue * sizeof(int2) +
          kTileBlockQueries * (sizeof(float) + std::size_t(topk) * sizeof(unsigned long long));
 }
 
@@ -235,13 +235,11 @@ __global__ void __launch_bounds__(kTileBlock, KFOLD ? kTileFoldBlocksPerSm : kTi
 #endif
 }
 
-int stages_of(int rows) { return ((rows + 7) / 8 + kTileStageGroups - 1) / kTileStageGroups; }
-
 }  // namespace
 
 std::size_t tile_device_bytes(const Problem& p, const TilePlan& plan) {
   const int largest = plan.chunk_rows.empty() ? p.n : largest_chunk(plan.chunk_rows);
-  const std::size_t packed = std::size_t(stages_of(largest)) * kStageBytes;
+  const std::size_t packed = std::size_t(tile_stages(largest)) * kStageBytes;
   return std::size_t(p.n) * p.dim * sizeof(float) + (p.self_join ? 0 : p.query_floats() * sizeof(float)) +
          p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) + packed +
          std::size_t(p.m) * p.topk * sizeof(unsigned long long) + (p.topk > 1 ? PartialMerge::device_bytes(p.m, p.topk) : 0) + 8 +
@@ -251,7 +249,7 @@ std::size_t tile_device_bytes(const Problem& p, const TilePlan& plan) {
 void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunContext& ctx) {
   if (!plan.chosen) throw std::logic_error("tile_search: the plan did not choose the tile filter");
   const std::size_t shared = tile_shared_bytes(p.dim, p.topk);
-  const bool fold_k = p.dim <= kFoldDims;
+  const bool fold_k = p.dim <= kTileFoldDims;
   const auto kernel_for = [&](bool split) {
     return fold_k ? (split ? tile_kernel<true, true> : tile_kernel<true, false>) : (split ? tile_kernel<false, true> : tile_kernel<false, false>);
   };
@@ -259,7 +257,7 @@ void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunConte
     KNN_CUDA_TRY(cudaFuncSetAttribute(kernel_for(split), cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
   cuda::Stream copy, search;
   const int chunks = plan.chunks();
-  const int largest_stages = stages_of(largest_chunk(plan.chunk_rows));
+  const int largest_stages = tile_stages(largest_chunk(plan.chunk_rows));
   // One allocation for every buffer of the call (calls of case 10's size take some 0.3 ms).
   float *references = nullptr, *own_queries = nullptr, *distances = nullptr;
   uint4* packed = nullptr;
@@ -306,7 +304,7 @@ void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunConte
     KNN_CUDA_TRY(cudaStreamWaitEvent(search, copied[c].get(), 0));
     if (c == 0) search_start.record(search);
     a.row_begin = seed.row_begin = plan.chunk_rows[c], a.row_end = seed.row_end = plan.chunk_rows[c + 1];
-    a.stages = stages_of(a.row_end - a.row_begin);
+    a.stages = tile_stages(a.row_end - a.row_begin);
     a.splits = plan.chunk_splits[c];
     if (c == 0) {  // the keys start from exact distances to 256 rows of the first chunk
       const long long threads = (long long)p.m * 32;

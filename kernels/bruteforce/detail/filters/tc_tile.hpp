@@ -46,9 +46,19 @@ inline constexpr int kTileNearestMinRows = 1 << 16;
 // kTileMinSplitStages stages of 128 rows. The kernel's launch bounds: kTileFoldBlocksPerSm blocks an SM
 // where the norm is folded into the product (k <= kTileFoldDims), kTileBlocksPerSm above.
 inline constexpr int kTileMinSplitStages = 4;
+// k up to which the product carries the norm (dimensions 12, 13: A 1 and 1, B the norm as fp16 hi + lo)
+// and the threshold (14, 15); above, the accumulators start from the norms less the thresholds.
 inline constexpr int kTileFoldDims = kTileDims - 4;
 inline constexpr int kTileFoldBlocksPerSm = 6, kTileBlocksPerSm = 4;
 inline constexpr int kTileMaxSplits = 4096;
+// v15.tile_waves=0: the splits fill the device twice over from this many blocks of queries (while they alone
+// leave SMs idle), once below. On an H200 (interleaved, tile_waves 1 against 2) twice over took 2-18 % less
+// at 16384 and 65536 queries against 2^20 rows (k 5-16, topk 1-16; docs/v15.md), and at 4096 queries once
+// over was the faster (a sweep of 1-6 in one process).
+inline constexpr int kTileTwoWaveBlocks = 32;
+
+// Stages of a chunk of `rows` rows: its 8-row groups, kTileStageGroups a stage, the last padded.
+inline constexpr int tile_stages(long long rows) { return int(((rows + 7) / 8 + kTileStageGroups - 1) / kTileStageGroups); }
 
 struct TilePlan {
   bool chosen = false;
@@ -61,6 +71,7 @@ struct TilePlan {
   std::vector<int> chunk_splits;  // per chunk: blocks along its rows per block of queries
   std::vector<int> chunk_rows;
   bool ramp = false;  // the first chunks grow (few queries, v15.ramp)
+  int waves = 1;      // the device filled this many times over by the rule's splits (v15.tile_waves)
   int chunks() const { return int(chunk_rows.size()) - 1; }
 };
 
@@ -86,7 +97,8 @@ int tile_splits(int blocks, int largest_chunk_rows, long long resident, int knob
 // filter was asked for), `tile` v15.tc_tile; `sm_count` the device's SMs (0: one split), `splits`
 // v15.tile_splits (0: the rule), `ramp` v15.ramp (growing first chunks, only with fewer blocks of queries
 // than the device holds: the later chunks then start from the exact best of the first one's rows).
-TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_count = 0, int splits = 0, bool ramp = false);
+// `waves` v15.tile_waves: the rule's splits fill the device that many times over (0: kTileTwoWaveBlocks's rule).
+TilePlan plan_tile(const Problem& p, Mode mode, Mode tile, int cc_major, int sm_count = 0, int splits = 0, bool ramp = false, int waves = 0);
 std::size_t tile_device_bytes(const Problem& p, const TilePlan& plan);
 // The path's words: the plan, the `exact` distances the candidates took, taken `drain` at a time, besides
 // `seed_rows` seed distances per query.

@@ -13,9 +13,6 @@
 namespace knn::gpu::tile {
 
 constexpr int kStageLanes = kTileStageGroups * 32;  // one record per lane and 8-row group
-// k up to which the product carries the norm (dimensions 12, 13: A 1 and 1, B the norm as fp16 hi + lo)
-// and the threshold (14, 15); above, the accumulators start from the norms less the thresholds.
-constexpr int kFoldDims = kTileFoldDims;
 
 struct TileArgs {
   const float* __restrict__ queries;
@@ -53,7 +50,7 @@ __device__ __forceinline__ float row_norm(const TileArgs& a, long long row) {
 }
 
 // One thread per (group, lane) of a chunk, padding groups included (norms +inf, or 65504 in fp16:
-// never a candidate). For k ≤ kFoldDims only the fragments are kept (an uint2 per lane and group).
+// never a candidate). For k ≤ kTileFoldDims only the fragments are kept (an uint2 per lane and group).
 __global__ void pack_kernel(TileArgs a) {
   const long long id = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (id >= (long long)a.stages * kStageLanes) return;
@@ -65,7 +62,7 @@ __global__ void pack_kernel(TileArgs a) {
     b.x = pack_half2(scaled(r, 2 * t, a.dim, a.center, a.scale), scaled(r, 2 * t + 1, a.dim, a.center, a.scale));
     b.y = pack_half2(scaled(r, 2 * t + 8, a.dim, a.center, a.scale), scaled(r, 2 * t + 9, a.dim, a.center, a.scale));
   }
-  const bool fold = a.dim <= kFoldDims;
+  const bool fold = a.dim <= kTileFoldDims;
   if (fold && t == 3) b.y = pack_half2(1.f, 1.f);  // dimensions 14 and 15: the folded threshold
   if (fold && t == 2) {                            // dimensions 12 and 13: row g's norm, hi + lo
     const float n = group_row + g < a.row_end ? row_norm(a, group_row + g) : 65504.f;
