@@ -148,12 +148,13 @@ inline void PrintTo(const RowCase& c, std::ostream* os) { *os << c.name; }
 // every row against v0's loop: distances bit for bit and the same indices, up to the first row
 // that differs; and that the call reported each phase of `phases` as many times as it says.
 // `params`: the version's parameters set for the call (the others at their defaults); `answers_in`:
-// the memory of the answer arrays handed to the version (pinned as the runner's when the run is).
+// the memory of the answer arrays handed to the version (pinned as the runner's when the run is); `examine`:
+// the values examined first, as the harness does.
 // Returns ctx.path (empty where the version is missing or skips the case: a failure).
 inline std::string check_rows_against_v0(const std::string& id, const RowCase& c, std::uint64_t seed_base,
                                          const DeviceInfo& device, const std::map<std::string, std::size_t>& phases,
                                          const std::map<std::string, std::string>& params = {},
-                                         HostMemory answers_in = HostMemory::pageable) {
+                                         HostMemory answers_in = HostMemory::pageable, bool examine = false) {
   const VersionDesc* v = Registry::instance().find(id);
   EXPECT_NE(v, nullptr) << id << " is not registered in a build that found a CUDA device";
   if (v == nullptr) return {};
@@ -165,7 +166,9 @@ inline std::string check_rows_against_v0(const std::string& id, const RowCase& c
     if (!c.identical)
       generate_points(c.dist, seed, PointSet::queries, c.dim, std::size_t(c.m), queries.data(), c.integer_max);
   }
-  const Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
+  Problem p{c.dim, c.m, c.n, c.topk, c.self_join ? refs.data() : queries.data(), refs.data(), c.self_join};
+  if (examine)  // the values' range, as the harness examines it before every run (what the tensor-core paths read)
+    p.values = examine_values(c.self_join ? nullptr : queries.data(), c.self_join ? 0 : queries.size(), refs.data(), refs.size());
   Environment env;
   env.devices = {device};
   env.params = ParamValues(id, v->params, params);

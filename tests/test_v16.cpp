@@ -24,7 +24,9 @@
 #include "core/topk.hpp"
 #include "data.hpp"
 #include "devices.hpp"
+#include "kernels/bruteforce/detail/filters/tc_tile.hpp"
 #include "kernels/trees/gpu_kdtree/kd_leaves.hpp"
+#include "kernels/trees/gpu_kdtree/kd_tc_plan.hpp"
 #include "kernels/trees/gpu_kdtree/v16_params.hpp"
 #include "kernels/trees/gpu_kdtree/wave_trace.hpp"
 #include "test_support.hpp"
@@ -236,6 +238,59 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16
                          [](const ::testing::TestParamInfo<std::tuple<V16Case, Knobs>>& i) {
                            return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param).name);
                          });
+
+// v16.tc: the sorted waves' warps whose 32 queries share a leaf scan it on the tensor cores (kdtree_gpu_tc.cuh).
+// Every k it takes (1..12 compiled in) at topk 2, 5 and 16 (8192 queries: 128 a leaf); leaves with padding rows (32760 rows: 8 of them),
+// leaves of 128 (topk 64), whole numbers with masses of ties, duplicates, clusters, a self-join; every row against
+// v0 bit for bit, with the values examined as the harness does. Where it must not run: tc=off, k 16, values
+// not examined, topk 1's pair in registers.
+struct TcCase {
+  V16Case c;
+  std::string mode;
+  bool examine, expect;
+};
+std::vector<TcCase> tc_cases() {
+  std::vector<TcCase> out;
+  const auto add = [&](V16Case c, std::string mode = "on", bool examine = true, bool expect = true) {
+    out.push_back({std::move(c), std::move(mode), examine, expect});
+  };
+  for (int dim : {1, 2, 3, 5, 7, 8, 9, 12})
+    for (int topk : {2, 5, 16}) add({fmt::format("k{}_topk{}", dim, topk), dim, 8192, 16384, topk});
+  add({"padding_k9", 9, 8192, 32760, 5});
+  add({"padding_k3_topk8", 3, 8192, 32760, 8});
+  add({"leaf128_topk64", 3, 8192, 16384, 64});
+  add({"ties_k5", 5, 8192, 16384, 8, false, Distribution::integers, 4});
+  add({"ties_k9", 9, 8192, 16384, 5, false, Distribution::integers, 10});
+  add({"ties_k2", 2, 8192, 16384, 16, false, Distribution::integers, 3});
+  add({"duplicates_k3", 3, 8192, 16384, 5, false, Distribution::duplicates});
+  add({"clusters_k7", 7, 8192, 16384, 16, false, Distribution::clusters});
+  add({"self_k5", 5, 16384, 16384, 5, true});
+  add({"off_k9", 9, 8192, 16384, 5}, "off", true, false);
+  add({"k16", 16, 8192, 16384, 5}, "on", true, false);
+  add({"unexamined_k9", 9, 8192, 16384, 5}, "on", false, false);
+  add({"nearest_k5", 5, 8192, 16384, 1}, "on", true, false);
+  return out;
+}
+class GpuV16Tc : public ::testing::TestWithParam<TcCase> {};
+TEST_P(GpuV16Tc, MatchesV0RowForRow) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  const TcCase& t = GetParam();
+  const std::string path = knn::testing::check_rows_against_v0("v16", t.c, 1600, disc.devices[0], {{"h2d", 1}, {"build_tree", 1}, {"d2h", 1}},
+                                                               {{"tc", t.mode}}, HostMemory::pageable, t.examine);
+  const bool capable = disc.devices[0].cc_major >= 8;
+  const std::string::size_type at = path.find("filters it on the tensor cores");
+  EXPECT_EQ(at != std::string::npos, t.expect && capable) << path;
+  if (at != std::string::npos) {  // some leaves scanned that way: the shapes give every leaf about 128 queries
+    const std::string::size_type count = path.find("): ", at);
+    ASSERT_NE(count, std::string::npos) << path;
+    EXPECT_GT(std::stoll(path.substr(count + 3)), 0) << path;
+  } else {
+    EXPECT_NE(path.find("leaves scanned on the CUDA cores (tc=" + t.mode + ": "), std::string::npos) << path;
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Tc, ::testing::ValuesIn(tc_cases()),
+                         [](const ::testing::TestParamInfo<TcCase>& i) { return i.param.c.name + "_" + i.param.mode; });
 
 // readback=lag decides each wave on the device by the exact count that wait reads on the host, so
 // both run the same waves: the same count of waves and of sorted ones, the same leaves per query and
@@ -647,6 +702,37 @@ TEST(V16LeafPlan, PowerOfTwoLeavesAndLessPaddingThanLeaves) {
   EXPECT_EQ(one_more.leaves, 4096);
   EXPECT_EQ(one_more.leaf_size, 257);
   EXPECT_EQ(one_more.padding(), 4095);
+}
+
+// v16.tc's plan (kd_tc_plan.hpp): where it applies, v15's tile scale and bound, and the path's words.
+TEST(V16Tc, PlanWhereItAppliesAndItsWords) {
+  std::vector<float> points(9 * 64, 0.25f);
+  Problem p{9, 64, 64, 5, points.data(), points.data()};
+  const auto plan = [&](const std::string& mode, int cc = 9, int leaf = 256, bool compiled = true, bool heap = true) {
+    return kd::plan_tc_leaves(p, mode, cc, leaf, compiled, heap);
+  };
+  EXPECT_EQ(plan("on").why, "values not examined");
+  p.values = ValueTraits{true, false, -1.f, 3.f, true};
+  kd::TcLeafPlan on = plan("on");
+  ASSERT_TRUE(on.on) << on.why;
+  EXPECT_EQ(on.center, 1.f);
+  EXPECT_EQ(on.scale, 0.25f);  // H just above 2: H·s just above 1/2, as v15's tile filter takes it
+  EXPECT_GE(double(on.band), gpu::tile_score_error_bound(9, 2.0 * 0.25));
+  EXPECT_EQ(plan("off").why, "turned off");
+  EXPECT_EQ(plan("on", 9, 256, true, false).why, "topk 1's pair in registers");
+  EXPECT_NE(plan("on", 9, 256, false).why.find("k = 9: the tensor-core scan takes k up to 12 compiled in"), std::string::npos);
+  EXPECT_NE(plan("on", 9, 313).why.find("leaves of 313 rows are not whole 8-row groups"), std::string::npos);
+  EXPECT_NE(plan("on", 7).why.find("compute capability 7.x"), std::string::npos);
+  p.topk = 64;  // v15's own plan stops at topk 16; the scale does not depend on topk
+  EXPECT_TRUE(plan("on").on);
+  p.dim = 13;
+  EXPECT_FALSE(plan("on").on);
+  p.dim = 9, p.values.finite = false;
+  EXPECT_EQ(plan("on").why, "not every value is finite");
+  EXPECT_EQ(kd::tc_leaves_text(plan("off"), "off", 0, 100), "leaves scanned on the CUDA cores (tc=off: turned off)");
+  EXPECT_NE(kd::tc_leaves_text(on, "on", 10, 640).find("filters it on the tensor cores (tc=on: fp16 m16n8k16 scores with c = 1, s = 2^-2"),
+            std::string::npos);
+  EXPECT_NE(kd::tc_leaves_text(on, "on", 10, 640).find("): 10 leaf scans, 50.0 % of the leaves visited"), std::string::npos);
 }
 
 TEST(V16Supports, ParametersAndLimits) {

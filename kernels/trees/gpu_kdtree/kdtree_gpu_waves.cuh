@@ -26,6 +26,7 @@
 
 #include "kernels/device/shared_topk.cuh"
 #include "kernels/device/warp_reduce.cuh"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_tc.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
 
 namespace knn::kd {
@@ -60,6 +61,9 @@ struct SearchArgs {
   // every `batch` rows, by every lane of the warp at once (search_kernel<DIM, 1, true>); 0: each row
   // into the heap as it is found.
   int batch = 0;
+  // v16.tc (a sorted wave, one lane a key; search_kernel<DIM, 1, false, true>): a warp whose 32 keys share a
+  // leaf and whose heaps are full scans it on the tensor cores (kdtree_gpu_tc.cuh).
+  TcRows tc;
 };
 
 // The wave's active queries into `count`; false: the launch is the other half of its pair (the
@@ -75,7 +79,7 @@ __device__ __forceinline__ bool wave_count(const SearchArgs& a, int& count) {
 
 // L threads per active key (blocks of kWaveBlock / L consecutive keys): scan the leaf, find the next one.
 // Leaves are staged with L = 1 only.
-template <int DIM, int L, bool HOLD = false>
+template <int DIM, int L, bool HOLD = false, bool TC = false>
 __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) {
   static_assert(L == 1 || L == 2 || L == 4 || L == 8, "lanes per query: 1, 2, 4 or 8");
   using Scan = cub::BlockScan<int, kWaveBlock>;
@@ -120,6 +124,13 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     }
     for (int e = tid; e < runs * S; e += kWaveBlock) tile_index[e] = __ldg(t.index + std::size_t(run_leaf[e / S]) * S + e % S);
     __syncthreads();
+  }
+  // TC: the warp's keys all active and on one leaf (decided here, where every lane of the warp is present;
+  // the shuffle outside the condition, which inactive lanes would skip).
+  bool warp_tc = false;
+  if constexpr (TC) {
+    const int first_leaf = __shfl_sync(0xffffffffu, leaf, 0);
+    warp_tc = !staged && !a.to_end && __all_sync(0xffffffffu, active && leaf == first_leaf);
   }
   knn::gpu::SharedTopK list(heap_d + tid, heap_i + tid, kWaveBlock, a.topk);
   unsigned visited = 0;
@@ -166,9 +177,16 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
                   held = 0;
                 });
           } else {
-            scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {
-              if (d <= list.worst_distance()) take(d, r);
-            });
+            bool done = false;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+            if constexpr (TC && DIM > 0 && DIM <= gpu::kTileFoldDims)  // every lane of the warp is here when warp_tc
+              if (warp_tc && __all_sync(0xffffffffu, list.worst_distance() < INFINITY))
+                tc_scan_leaf<DIM>(t, a.tc, a.queries + std::size_t(qid) * dim, q, leaf, list, take), done = true;
+#endif
+            if (!done)
+              scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {
+                if (d <= list.worst_distance()) take(d, r);
+              });
           }
         } else {
           scan_lanes<DIM, L>(t, q, leaf, lane, a.vec == 1, mask, [&] { return list.worst_distance(); }, take);

@@ -34,6 +34,7 @@
 #include "core/problem.hpp"
 #include "core/registry.hpp"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_keysort.hpp"
+#include "kernels/trees/gpu_kdtree/kd_tc_plan.hpp"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_launch.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_waves.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_walk.cuh"
@@ -99,11 +100,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(p.m), stream}, {std::size_t(p.m), stream}};
   constexpr int kSlots = 4;  // waves whose counts of remaining queries may be in flight at once (readback=lag)
   cuda::StreamBuffer<unsigned> remaining(kSlots, stream);
-  cuda::StreamBuffer<unsigned long long> visits(1, stream);
+  cuda::StreamBuffer<unsigned long long> visits(2, stream);  // leaves visited, and those scanned on the tensor cores (v16.tc)
   cuda::StreamBuffer<int> selected(1, stream);  // DeviceSelect's count (the kernel counts too)
   cuda::PinnedStaging<unsigned> remaining_host(kSlots);
   cuda::Event counted[kSlots];
-  cuda::PinnedStaging<unsigned long long> visits_host(1);
+  cuda::PinnedStaging<unsigned long long> visits_host(2);
   std::size_t sort_bytes = 0, select_bytes = 0;
   {
     cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
@@ -135,7 +136,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::PhaseTimer timer(stream);
   timer.begin("h2d");
   KNN_CUDA_TRY(cudaMemcpyAsync(references.data(), p.references, p.reference_floats() * sizeof(float), cudaMemcpyHostToDevice, stream));
-  KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, sizeof(unsigned long long), stream));
+  KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, 2 * sizeof(unsigned long long), stream));
   const bool overlap = o.overlap && !p.self_join;
   if (!p.self_join) {
     references_in.record(stream);  // the buffers are allocated, and the copy engine is free
@@ -154,6 +155,9 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const TreeView view = kd::view_of(tree);
   const int stage = stage_leaves_for(o, plan, p.dim);
   const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
+  const kd::TcLeafPlan tc = kd::plan_tc_leaves(p, o.tc, ctx.env.devices[0].cc_major, view.leaf_size, compiled_dim(p.dim), !nearest);
+  cuda::StreamBuffer<uint2> tc_rows(tc.on ? kd::tc_row_records(view) : 0, stream);  // v16.tc: the rows as fp16 fragments (phase tc_pack)
+  if (tc.on) timer.begin("tc_pack"), kd::pack_tc_rows(view, tc.center, tc.scale, tc_rows.data(), stream), timer.end();
   // answers=direct: the heap kernel writes finished rows into the pinned output, so the answers' copy
   // runs during the waves (phase search_d2h is both); the register kernel's rows of 8 bytes stay copied.
   void* host_i = direct_wanted && !nearest ? mapped_i : nullptr;
@@ -227,6 +231,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                       : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, grid, resident)
                                            : lanes_for(to_end ? 8 : 1, grid, resident);
     a.batch = w == 0 && lanes == 1 && !nearest && a.stage_leaves == 0 ? first_batch : 0;
+    if (tc.on && !to_end) a.tc = kd::TcRows{tc_rows.data(), tc.center, tc.scale, tc.band, visits.data() + 1};
     if (w == 0) first_batched = a.batch > 0;
     dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
     return lanes;
@@ -328,7 +333,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     cuda::download_answers(p, indices.data(), distances.data(), out, stream);
     timer.end();
   }
-  KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+  KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
   stream.synchronize();
   timer.report(ctx.timing);
   const std::string build_sorts = kd::build_text(lists, o.build, p.dim, plan, o.segment_rows);
@@ -339,7 +344,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
   ctx.path = fmt::format(
       "{}, {} leaves x {} rows ({} padding, minimum leaf {}){}{}, {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
-      "leaves per query {:.2f}; {}; {}; active per wave (wave:queries): {}",
+      "leaves per query {:.2f}; {}; {}; {}; active per wave (wave:queries): {}",
       compiled_dim(p.dim) ? fmt::format("k={} compiled in", p.dim) : std::string("k at run time"), plan.leaves,
       plan.leaf_size, plan.padding(), min_leaf, build_sorts,
       p.self_join ? "" : overlap ? ", the queries copied during the build" : ", the queries copied before the build (overlap=off)",
@@ -357,7 +362,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
       fmt::format("{}, lanes per query per wave: {}", nearest ? "nearest pair in registers" : kd::heaps_text(first_batch, first_batched, o.first_batch < 0), lanes_trace),
-      knn::gpu::v16_answers_text(run),
+      kd::tc_leaves_text(tc, o.tc, visits_host.data()[1], *visits_host.data()), knn::gpu::v16_answers_text(run),
       kd::active_trace(active));
 }
 
@@ -366,7 +371,8 @@ std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const Options o = knn::gpu::v16_options(env.params);
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
-         std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk, (long long)p.result_slots() * 8) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim);
+         std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk, (long long)p.result_slots() * 8) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim) +
+         (o.tc != "off" ? (kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)).padded() + 128) * 32 : 0);  // v16.tc's packed rows
 }
 
 knn::VersionDesc describe() {

@@ -34,18 +34,6 @@ __device__ __forceinline__ float threshold_from(unsigned long long key, float no
   return tc::threshold_for(__fmul_ru(best, a.scale2), norm_low, a.band);
 }
 
-// A threshold moved into the product: the pair is a candidate when score − folded < 0, and folded
-// exceeds the threshold by 2^-20 of it and 2^-13, which covers splitting it into two fp16 numbers (hi + lo
-// within 2^-22 of it, or lo lost whole if the tensor cores flushed an fp16 subnormal: below 2^-14) and
-// makes a score at the threshold come out below zero, never at +0. Clamped first to ±2^15 (±inf of
-// queries past m or of lists not yet full included): beyond that every row (+) or none (−) is a
-// candidate either way, since scores stay within 3W ≤ 48 of zero, and the sums' error is far below the gap.
-constexpr float kFoldLimit = 32768.f;
-__device__ __forceinline__ float fold(float threshold) {
-  const float t = fminf(kFoldLimit, fmaxf(-kFoldLimit, threshold));
-  return __fadd_ru(__fadd_ru(t, __fmul_ru(fabsf(t), 0x1p-20f)), 0x1p-13f);
-}
-
 // Dynamic shared memory: two stages of packed rows, the block's queries' scaled ‖q − c‖²
 // from below, each warp's queue, and the queries' topk keys.
 constexpr std::size_t kStageBytes = kStageLanes * sizeof(uint4);  // k ≤ kTileFoldDims: half
@@ -312,7 +300,7 @@ void tile_search(const Problem& p, const TilePlan& plan, Neighbors out, RunConte
       KNN_CUDA_CHECK_LAUNCH();
     }
     const long long lanes = (long long)a.stages * kStageLanes;
-    pack_kernel<<<int((lanes + 255) / 256), 256, 0, search>>>(a);
+    pack_kernel<><<<int((lanes + 255) / 256), 256, 0, search>>>(a);
     KNN_CUDA_CHECK_LAUNCH();
     kernel_for(a.splits > 1)<<<dim3(plan.blocks, a.splits), kTileBlock, shared, search>>>(a);
     KNN_CUDA_CHECK_LAUNCH();
