@@ -281,10 +281,12 @@ TEST_P(GpuV16Tc, MatchesV0RowForRow) {
   const bool capable = disc.devices[0].cc_major >= 8;
   const std::string::size_type at = path.find("filters it on the tensor cores");
   EXPECT_EQ(at != std::string::npos, t.expect && capable) << path;
-  if (at != std::string::npos) {  // some leaves scanned that way: the shapes give every leaf about 128 queries
+  if (at != std::string::npos) {
+    // Some leaves scanned that way from k 3: every leaf starts with about 128 queries. At k 1 and 2 the first
+    // wave (heaps empty: never this way) leaves too few queries for a later sorted wave to fill a warp on a leaf.
     const std::string::size_type count = path.find("): ", at);
     ASSERT_NE(count, std::string::npos) << path;
-    EXPECT_GT(std::stoll(path.substr(count + 3)), 0) << path;
+    if (t.c.dim >= 3) EXPECT_GT(std::stoll(path.substr(count + 3)), 0) << path;
   } else {
     EXPECT_NE(path.find("leaves scanned on the CUDA cores (tc=" + t.mode + ": "), std::string::npos) << path;
   }

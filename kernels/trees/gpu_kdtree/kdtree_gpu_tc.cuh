@@ -23,7 +23,7 @@ namespace knn::kd {
 
 // The packed rows and the scores' scale (SearchArgs::tc; rows null: the scalar scan everywhere).
 struct TcRows {
-  const uint2* rows = nullptr;  // per 8-row group of the tree's rows, 32 lanes' fragments (kdtree_gpu_tc.cu)
+  const uint2* rows = nullptr;  // per 8-row group of the tree's rows, 32 lanes' fragments (pack_tc_rows below)
   float center = 0.f, scale = 1.f, band = 0.f;
   unsigned long long* scans = nullptr;  // leaves scanned this way (one per warp and leaf)
 };
