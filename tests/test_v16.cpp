@@ -241,13 +241,16 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16
 
 // v16.tc: the sorted waves' warps whose 32 queries share a leaf scan it on the tensor cores (kdtree_gpu_tc.cuh).
 // Every k it takes (1..12 compiled in) at topk 2, 5 and 16 (8192 queries: 128 a leaf); leaves with padding rows (32760 rows: 8 of them),
-// leaves of 128 (topk 64), whole numbers with masses of ties, duplicates, clusters, a self-join; every row against
-// v0 bit for bit, with the values examined as the harness does. Where it must not run: tc=off, k 16, values
-// not examined, topk 1's pair in registers.
+// leaves rounded up to whole 8-row groups (16284 rows: 509 a leaf without), leaves of 16 rows with 68 leaves of padding alone, leaves
+// of 128 (topk 64), whole numbers with masses of ties, duplicates, clusters, a self-join; every row against v0 bit for bit, with the
+// values examined as the harness does. auto takes it from k 6 with 65536 queries. Where it must not run: tc=off, auto at k 5 or
+// with 8192 queries, k 16, values not examined, topk 1's pair in registers.
 struct TcCase {
   V16Case c;
   std::string mode;
   bool examine, expect;
+  std::map<std::string, std::string> params = {};
+  bool scans = true;  // some leaves scanned that way (from k 3)
 };
 std::vector<TcCase> tc_cases() {
   std::vector<TcCase> out;
@@ -258,6 +261,8 @@ std::vector<TcCase> tc_cases() {
     for (int topk : {2, 5, 16}) add({fmt::format("k{}_topk{}", dim, topk), dim, 8192, 16384, topk});
   add({"padding_k9", 9, 8192, 32760, 5});
   add({"padding_k3_topk8", 3, 8192, 32760, 8});
+  add({"rounded_k9", 9, 8192, 16284, 5});
+  add({"rounded_k7_auto", 7, 65536, 16284, 8}, "auto");
   add({"leaf128_topk64", 3, 8192, 16384, 64});
   add({"ties_k5", 5, 8192, 16384, 8, false, Distribution::integers, 4});
   add({"ties_k9", 9, 8192, 16384, 5, false, Distribution::integers, 10});
@@ -265,10 +270,15 @@ std::vector<TcCase> tc_cases() {
   add({"duplicates_k3", 3, 8192, 16384, 5, false, Distribution::duplicates});
   add({"clusters_k7", 7, 8192, 16384, 16, false, Distribution::clusters});
   add({"self_k5", 5, 16384, 16384, 5, true});
+  add({"auto_k9", 9, 65536, 16384, 5}, "auto");
+  add({"auto_k9_few_queries", 9, 8192, 16384, 5}, "auto", true, false);
   add({"off_k9", 9, 8192, 16384, 5}, "off", true, false);
+  add({"auto_k5", 5, 65536, 16384, 5}, "auto", true, false);
   add({"k16", 16, 8192, 16384, 5}, "on", true, false);
   add({"unexamined_k9", 9, 8192, 16384, 5}, "on", false, false);
   add({"nearest_k5", 5, 8192, 16384, 1}, "on", true, false);
+  add({"tiny_leaves_k3", 3, 8192, 3000, 3});  // leaf 4: 256 leaves of 12 rows, 16 when rounded
+  out.back().params = {{"leaf", "4"}}, out.back().scans = false;
   return out;
 }
 class GpuV16Tc : public ::testing::TestWithParam<TcCase> {};
@@ -276,8 +286,10 @@ TEST_P(GpuV16Tc, MatchesV0RowForRow) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   const TcCase& t = GetParam();
+  std::map<std::string, std::string> params = t.params;
+  params["tc"] = t.mode;
   const std::string path = knn::testing::check_rows_against_v0("v16", t.c, 1600, disc.devices[0], {{"h2d", 1}, {"build_tree", 1}, {"d2h", 1}},
-                                                               {{"tc", t.mode}}, HostMemory::pageable, t.examine);
+                                                               params, HostMemory::pageable, t.examine);
   const bool capable = disc.devices[0].cc_major >= 8;
   const std::string::size_type at = path.find("filters it on the tensor cores");
   EXPECT_EQ(at != std::string::npos, t.expect && capable) << path;
@@ -286,10 +298,11 @@ TEST_P(GpuV16Tc, MatchesV0RowForRow) {
     // wave (heaps empty: never this way) leaves too few queries for a later sorted wave to fill a warp on a leaf.
     const std::string::size_type count = path.find("): ", at);
     ASSERT_NE(count, std::string::npos) << path;
-    if (t.c.dim >= 3) EXPECT_GT(std::stoll(path.substr(count + 3)), 0) << path;
+    if (t.c.dim >= 3 && t.scans) EXPECT_GT(std::stoll(path.substr(count + 3)), 0) << path;
   } else {
     EXPECT_NE(path.find("leaves scanned on the CUDA cores (tc=" + t.mode + ": "), std::string::npos) << path;
   }
+  if (t.c.n == 16284) EXPECT_NE(path.find("32 leaves x 512 rows (100 padding"), std::string::npos) << path;  // 509 rounded up to 512
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Tc, ::testing::ValuesIn(tc_cases()),
                          [](const ::testing::TestParamInfo<TcCase>& i) { return i.param.c.name + "_" + i.param.mode; });
@@ -704,6 +717,20 @@ TEST(V16LeafPlan, PowerOfTwoLeavesAndLessPaddingThanLeaves) {
   EXPECT_EQ(one_more.leaves, 4096);
   EXPECT_EQ(one_more.leaf_size, 257);
   EXPECT_EQ(one_more.padding(), 4095);
+  // v16.tc's whole 8-row groups: the size rounded up, the leaves as before, the padding below 8 per leaf.
+  for (std::int64_t n : {std::int64_t(1), std::int64_t(7), std::int64_t(3000), std::int64_t(16284), std::int64_t(200064), (std::int64_t(1) << 20) + 1})
+    for (std::int64_t min_leaf : {4, 128, 256}) {
+      const kd::LeafPlan plain = kd::plan_leaves(n, min_leaf), whole = kd::plan_leaves(n, min_leaf, 8);
+      const std::string what = fmt::format("n {} min_leaf {}", n, min_leaf);
+      EXPECT_EQ(whole.leaves, plain.leaves) << what;
+      EXPECT_EQ(whole.leaf_size % 8, 0) << what;
+      EXPECT_GE(whole.leaf_size, plain.leaf_size) << what;
+      EXPECT_LT(whole.leaf_size, plain.leaf_size + 8) << what;
+      EXPECT_LT(whole.padding(), 8 * whole.leaves) << what;
+    }
+  EXPECT_EQ(kd::plan_leaves(16284, 256, 8).leaf_size, 512);
+  EXPECT_EQ(kd::plan_leaves(200064, 128, 8).leaf_size, 200);  // case 200: 1024 leaves of 196 rows, 200 rounded
+  EXPECT_THROW(kd::plan_leaves(10, 4, 0), std::invalid_argument);
 }
 
 // v16.tc's plan (kd_tc_plan.hpp): where it applies, v15's tile scale and bound, and the path's words.
@@ -721,6 +748,24 @@ TEST(V16Tc, PlanWhereItAppliesAndItsWords) {
   EXPECT_EQ(on.scale, 0.25f);  // H just above 2: H·s just above 1/2, as v15's tile filter takes it
   EXPECT_GE(double(on.band), gpu::tile_score_error_bound(9, 2.0 * 0.25));
   EXPECT_EQ(plan("off").why, "turned off");
+  EXPECT_EQ(plan("auto").why, "auto: fewer than 65536 queries");  // auto: from k 6 and 2^16 queries
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 1);
+  EXPECT_EQ(kd::tc_leaf_multiple("on", p, true), 8);
+  p.m = 1 << 16;
+  EXPECT_EQ(plan("auto").center, on.center);
+  EXPECT_TRUE(plan("auto").on);
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 8);
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, false), 1);
+  EXPECT_EQ(kd::tc_leaf_multiple("off", p, true), 1);
+  p.dim = 5;
+  EXPECT_EQ(plan("auto").why, "auto: k below 6");
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 1);
+  EXPECT_TRUE(plan("on").on);
+  p.dim = 6;
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 8);
+  p.dim = 13;
+  EXPECT_EQ(kd::tc_leaf_multiple("on", p, true), 1);
+  p.dim = 9, p.m = 64;
   EXPECT_EQ(plan("on", 9, 256, true, false).why, "topk 1's pair in registers");
   EXPECT_NE(plan("on", 9, 256, false).why.find("k = 9: the tensor-core scan takes k up to 12 compiled in"), std::string::npos);
   EXPECT_NE(plan("on", 9, 313).why.find("leaves of 313 rows are not whole 8-row groups"), std::string::npos);

@@ -5,7 +5,8 @@
 // a warp scan its leaf in the same number of steps. The rule: the most leaves L = 2^levels with
 // L * min_leaf <= n, leaf size S = ceil(n / L), so S >= min_leaf and the padding L * S - n is
 // smaller than L (fewer padding rows than leaves). With n < min_leaf the tree is one leaf of n rows.
-// Host code only: the CPU tests check the rule.
+// `multiple` > 1 rounds S up to a multiple of it (v16.tc scans whole 8-row groups): the padding is then
+// below multiple x L. Host code only: the CPU tests check the rule.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -26,9 +27,10 @@ struct LeafPlan {
   std::int64_t nodes() const { return 2 * leaves - 1; }  // heap order, the leaves last
 };
 
-inline LeafPlan plan_leaves(std::int64_t n, std::int64_t min_leaf) {
+inline LeafPlan plan_leaves(std::int64_t n, std::int64_t min_leaf, std::int64_t multiple = 1) {
   if (n < 1) throw std::invalid_argument(fmt::format("kd-tree leaf plan: n = {}: needs at least one point", n));
   if (min_leaf < 1) throw std::invalid_argument(fmt::format("kd-tree leaf plan: minimum leaf size {} < 1", min_leaf));
+  if (multiple < 1) throw std::invalid_argument(fmt::format("kd-tree leaf plan: leaf multiple {} < 1", multiple));
   LeafPlan p;
   p.n = n;
   while (p.leaves * 2 * min_leaf <= n) {
@@ -36,6 +38,7 @@ inline LeafPlan plan_leaves(std::int64_t n, std::int64_t min_leaf) {
     ++p.levels;
   }
   p.leaf_size = (n + p.leaves - 1) / p.leaves;
+  p.leaf_size = (p.leaf_size + multiple - 1) / multiple * multiple;
   return p;
 }
 

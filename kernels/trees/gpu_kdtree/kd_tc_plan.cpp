@@ -7,10 +7,26 @@
 
 namespace knn::kd {
 
+namespace {
+// Empty where auto takes the scan, else why not.
+std::string auto_declines(const Problem& p) {
+  if (p.dim < kTcAutoMinDim) return fmt::format("auto: k below {}", kTcAutoMinDim);
+  if (p.m < kTcAutoMinQueries) return fmt::format("auto: fewer than {} queries", kTcAutoMinQueries);
+  return {};
+}
+}  // namespace
+
+int tc_leaf_multiple(const std::string& mode, const Problem& p, bool heap) {
+  const bool wanted = mode == "on" || (mode == "auto" && auto_declines(p).empty());
+  return wanted && heap && p.dim <= gpu::kTileFoldDims ? 8 : 1;
+}
+
 TcLeafPlan plan_tc_leaves(const Problem& p, const std::string& mode, int cc_major, int leaf_size, bool compiled, bool heap) {
   TcLeafPlan plan;
   if (mode == "off") {
     plan.why = "turned off";
+  } else if (mode == "auto" && !auto_declines(p).empty()) {
+    plan.why = auto_declines(p);
   } else if (!heap) {
     plan.why = "topk 1's pair in registers";
   } else if (p.dim > gpu::kTileFoldDims || !compiled) {

@@ -14,7 +14,15 @@ struct TcLeafPlan {
   float center = 0.f, scale = 1.f, band = 0.f;
 };
 
-// `mode` v16.tc (on, off); `compiled` k compiled into the search
+// v16.tc=auto takes the scan from k 6 with at least 2^16 queries (below either the scalar scan was as fast
+// or faster on an H200: docs/v16.md).
+inline constexpr int kTcAutoMinDim = 6;
+inline constexpr long long kTcAutoMinQueries = 1 << 16;
+// The rows a leaf must be a multiple of for v16.tc `mode` on problem `p` with the heap kernel (`heap`): 8
+// where the scan is wanted (whole 8-row groups), else 1.
+int tc_leaf_multiple(const std::string& mode, const Problem& p, bool heap);
+
+// `mode` v16.tc (auto, on, off); `compiled` k compiled into the search
 // kernels; `heap` the heap kernel runs (not topk 1's pair in registers).
 TcLeafPlan plan_tc_leaves(const Problem& p, const std::string& mode, int cc_major, int leaf_size, bool compiled, bool heap);
 

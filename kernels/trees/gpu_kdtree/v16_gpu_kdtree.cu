@@ -12,9 +12,8 @@
 // and once few queries remain one kernel runs each of them to the end. Each wave's count of remaining
 // queries is read one wave late (readback=lag). The answers reach the output by a copy after the
 // search, by the heap kernel's writes into a pinned output (direct), or by one copy under the later
-// waves with the rows still active then written again after the search (early). Every parameter,
-// its default and the measurements behind it: v16_params.hpp and docs/v16.md. Distances use v0's
-// roundings, so rows equal v0's, ties included.
+// waves with the rows still active then written again after the search (early). Parameters: v16_params.hpp
+// and docs/v16.md. Distances use v0's roundings, so rows equal v0's, ties included.
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -22,7 +21,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -50,7 +48,6 @@ namespace kd = knn::kd;
 using kd::compiled_dim;
 using kd::dispatch;
 using kd::lanes_for;
-using kd::Query;
 using kd::search_shared;
 using kd::staged_stride;
 using kd::SearchArgs;
@@ -61,19 +58,24 @@ constexpr int kBlock = kd::kWaveBlock;
 constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of shared memory
 constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
 
+// The leaves: v16.leaf's minimum, in whole 8-row groups where v16.tc wants the tensor-core scan.
+kd::LeafPlan leaf_plan(const knn::Problem& p, const Options& o) {
+  const bool heap = !(o.nearest && p.topk == 1 && !p.self_join);
+  return kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk), kd::tc_leaf_multiple(o.tc, p, heap));
+}
+
 int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
   if (!o.sort) return 0;  // unsorted blocks hold as many leaves as queries: read them from global memory
   const std::size_t leaf_bytes = std::size_t(plan.leaf_size) * (staged_stride(dim) + 1) * 4;
   return int(std::min<std::size_t>(kBlock, std::size_t(o.stage_kib) * 1024 / leaf_bytes));
 }
 
-
 std::optional<std::string> limits(const knn::Problem& p, const knn::ParamValues& params, std::size_t optin) {
   if (p.topk > kMaxTopk) return fmt::format("topk {} over v16's limit of {} (heaps of {} threads in shared memory)", p.topk, kMaxTopk, kBlock);
   if (p.dim > kMaxDim) return fmt::format("k = {} over v16's limit of {}", p.dim, kMaxDim);
   if (p.m < 1 || p.n < 1) return fmt::format("m = {}, n = {}: a kd-tree needs at least one point", p.m, p.n);
   const Options o = knn::gpu::v16_options(params);
-  const kd::LeafPlan plan = kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk));
+  const kd::LeafPlan plan = leaf_plan(p, o);
   const std::size_t need = search_shared(p.topk, stage_leaves_for(o, plan, p.dim), int(plan.leaf_size), p.dim, knn::gpu::v16_first_batch(o.first_batch, p.topk));
   if (need > optin) return fmt::format("topk {} needs {} bytes of shared memory per block; the device allows {}", p.topk, need, optin);
   if (o.build == "lists" && !kd::lists_fit(p.dim, plan.padded()))
@@ -87,7 +89,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     throw std::invalid_argument("v16: " + *reason);
   const Options o = knn::gpu::v16_options(ctx.env.params);
   const int min_leaf = kd::leaf_for(o.min_leaf, p.topk);
-  const kd::LeafPlan plan = kd::plan_leaves(p.n, min_leaf);
+  const kd::LeafPlan plan = leaf_plan(p, o);
   const int device = ctx.env.devices[0].ordinal;
   ctx.devices_used = {device};
   cuda::DeviceScope scope(device);
@@ -369,10 +371,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
 std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env) {
   if (p.n < 1 || p.m < 1 || p.dim < 1) return 0;
   const Options o = knn::gpu::v16_options(env.params);
+  const kd::LeafPlan plan = leaf_plan(p, o);
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
-         std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk, (long long)p.result_slots() * 8) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)), p.dim) +
-         (o.tc != "off" ? (kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk)).padded() + 128) * 32 : 0);  // v16.tc's packed rows
+         std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk, (long long)p.result_slots() * 8) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(plan, p.dim) +
+         (kd::tc_leaf_multiple(o.tc, p, true) > 1 ? (plan.padded() + 128) * 32 : 0);  // v16.tc's packed rows
 }
 
 knn::VersionDesc describe() {

@@ -111,7 +111,7 @@ struct V16Options {
   bool lag = true;      // readback=lag: each wave's count read back one wave late
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
-  std::string tc = "off";         // the sorted waves' leaves scanned on the tensor cores where a warp shares one (kdtree_gpu_tc.cuh)
+  std::string tc = "auto";        // the sorted waves' leaves scanned on the tensor cores where a warp shares one (kdtree_gpu_tc.cuh)
   std::string source;  // the parameters the user set, " name=value" each
 };
 
@@ -187,11 +187,11 @@ inline std::vector<ParamDecl> v16_params() {
                 "while one runs; each wave after the first is then a pair of launches, a sorted wave and the last kernel, that pick "
                 "on the device by the exact count), or wait (the host waits for each wave's count before it queues the next; "
                 "taken anyway with sort or final off)"),
-      P::choice("tc", "off", {"off", "on"},
-                "experimental, off by default (not yet validated on a GPU: docs/v16.md): the sorted waves' heap kernel, where a warp's "
-                "32 queries share a leaf and every heap is full, filters the leaf's rows on the tensor cores (v15's tile filter's fp16 "
-                "scores and bound; candidates take the exact distance); k 1..12 compiled in, compute capability 8.0 and later, examined "
-                "finite values, leaves of whole 8-row groups"),
+      P::choice("tc", "auto", {"auto", "off", "on"},
+                "the sorted waves' heap kernel: where a warp's 32 queries share a leaf and every heap is full, the leaf's rows are "
+                "filtered on the tensor cores (v15's tile filter's fp16 scores and error bound; candidates take the exact distance, so "
+                "the answers do not change); k 1..12 compiled in, compute capability 8.0 and later, examined finite values; the leaves "
+                "are then planned in whole 8-row groups; auto: on from k 6 with at least 65536 queries"),
       P::integer("stage_kib", 0, 0, 160, "shared memory for staged leaves, KiB (default 0: an H100 reads a shared leaf through L1 faster)",
                  "KNN_V16_STAGE_KIB"),
   };
