@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <regex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -46,7 +47,7 @@ const DeviceDiscovery& discovery() {
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
   std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, build, key_sort,
-      first_batch;
+      first_batch, tail_lanes;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
@@ -54,7 +55,7 @@ struct Knobs {
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
                                      {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
                                      {"segment_rows", segment_rows}, {"readback", readback}, {"build", build},
-                                     {"key_sort", key_sort}, {"first_batch", first_batch}})
+                                     {"key_sort", key_sort}, {"first_batch", first_batch}, {"tail_lanes", tail_lanes}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -119,6 +120,11 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf16_heap_lanes1_batch4_scalar", "16", "", "", "", "", "off", "", "", "", "1", "", "", "", "", "", "4"},
       {"leaf4_heap_lanes1_batch32_tail1", "4", "", "", "", "", "", "1", "", "", "1", "", "", "", "", "", "32"},
       {"leaf32_heap_lanes1_batch8_median_nofinal", "32", "median", "", "off", "", "", "", "", "", "1", "", "", "", "", "", "8"},
+      // The last kernel at 16 and 32 lanes a query (v16.tail_lanes): with many leaves of 8 rows (fewer rows than
+      // lanes), 32-row leaves with the median test, one float at a time, and the tail at 64 (the last kernel from the start).
+      {"leaf8_tail_lanes32", "8", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "32"},
+      {"leaf32_tail_lanes16_median", "32", "median", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "16"},
+      {"leaf16_tail_lanes32_scalar_tail64", "16", "", "", "", "", "off", "64", "", "", "", "", "", "", "", "", "", "32"},
   };
   return k;
 }
@@ -203,6 +209,15 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(registers ? "nearest pair in registers" : "top-k heaps in shared memory"), std::string::npos) << path;
   if (registers && !knobs.lanes.empty())
     EXPECT_NE(path.find("lanes per query per wave: " + knobs.lanes), std::string::npos) << path;
+  // v16.tail_lanes: the heap kernel's waves at one lane a query, the last kernel (where it ran) at the lanes set.
+  if (!registers && !knobs.tail_lanes.empty()) {
+    const std::string::size_type at = path.find("lanes per query per wave: ");
+    ASSERT_NE(at, std::string::npos) << path;
+    const std::string trace = path.substr(at, path.find(';', at) - at);
+    std::smatch run;
+    for (auto it = trace.cbegin(); std::regex_search(it, trace.cend(), run, std::regex("(\\d+) \\(")); it = run.suffix().first)
+      EXPECT_TRUE(run[1] == "1" || run[1] == knobs.tail_lanes) << trace;
+  }
   // The build as set; auto from lists up to 16 dimensions. With segment_rows=0 every level of the
   // sort build is one radix sort.
   const bool lists = knobs.build == "lists" || (knobs.build.empty() && c.dim <= kd::kListsAutoMaxDim);
@@ -668,6 +683,12 @@ TEST(V16Trace, ActiveQueriesPerWaveAndLanesAsRuns) {
   EXPECT_EQ(knn::gpu::v16_first_batch(-1, 32), 0);
   EXPECT_EQ(knn::gpu::v16_first_batch(16, 32), 16);
   EXPECT_EQ(knn::gpu::v16_first_batch(0, 5), 0);
+  // v16.tail_lanes: auto 32 from k 6, else 8; a value set is kept.
+  EXPECT_EQ(knn::gpu::v16_tail_lanes(0, 5), 8);
+  EXPECT_EQ(knn::gpu::v16_tail_lanes(0, 6), 32);
+  EXPECT_EQ(knn::gpu::v16_tail_lanes(0, 16), 32);
+  EXPECT_EQ(knn::gpu::v16_tail_lanes(16, 9), 16);
+  EXPECT_EQ(knn::gpu::v16_tail_lanes(8, 12), 8);
 }
 
 // The thesis's problem shape, small, through the runner's own measurement and validation.

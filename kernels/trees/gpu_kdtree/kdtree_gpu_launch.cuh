@@ -48,8 +48,11 @@ void launch_search(const SearchArgs& a, bool heap, int lanes, cudaStream_t strea
     case 1: return launch_kernel(!heap ? nearest_kernel<DIM, 1> : a.batch > 0 ? search_kernel<DIM, 1, true> : search_kernel<DIM, 1>, a, heap, 1, stream);
     case 2: return launch_kernel(heap ? search_kernel<DIM, 2> : nearest_kernel<DIM, 2>, a, heap, 2, stream);
     case 4: return launch_kernel(heap ? search_kernel<DIM, 4> : nearest_kernel<DIM, 4>, a, heap, 4, stream);
-    default: return launch_kernel(heap ? search_kernel<DIM, 8> : nearest_kernel<DIM, 8>, a, heap, 8, stream);
+    case 16: if (heap) return launch_kernel(search_kernel<DIM, 16>, a, heap, 16, stream); break;  // the heap kernel only (v16.tail_lanes)
+    case 32: if (heap) return launch_kernel(search_kernel<DIM, 32>, a, heap, 32, stream); break;
+    default: break;
   }
+  launch_kernel(heap ? search_kernel<DIM, 8> : nearest_kernel<DIM, 8>, a, heap, 8, stream);
 }
 
 template <int DIM, int... More>
@@ -64,7 +67,7 @@ void dispatch(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) { 
 }
 
 // Lanes per query: the knob's (`knob`, 0: auto), else the fewest of 1, 2, 4, 8 that give the wave
-// twice the threads the device holds at once; never past 2^31 threads.
+// twice the threads the device holds at once; never past 2^31 threads. The nearest-pair kernel stops at 8.
 inline int lanes_for(int knob, long long count, long long resident) {
   int lanes = knob;
   if (lanes == 0)

@@ -79,9 +79,10 @@ __device__ __forceinline__ bool wave_count(const SearchArgs& a, int& count) {
 
 // L threads per active key (blocks of kWaveBlock / L consecutive keys): scan the leaf, find the next one.
 // Leaves are staged with L = 1 only.
+// The last kernel (v16.tail_lanes) also takes 16 and 32: a query's long chain of leaves split over more lanes.
 template <int DIM, int L, bool HOLD = false, bool TC = false>
 __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) {
-  static_assert(L == 1 || L == 2 || L == 4 || L == 8, "lanes per query: 1, 2, 4 or 8");
+  static_assert(L == 1 || L == 2 || L == 4 || L == 8 || L == 16 || L == 32, "lanes per query: 1, 2, 4, 8, 16 or 32");
   using Scan = cub::BlockScan<int, kWaveBlock>;
   __shared__ typename Scan::TempStorage scan_temp;
   __shared__ int leaf_of[kWaveBlock], run_leaf[kWaveBlock];
@@ -99,7 +100,7 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
   int count;
   if (!wave_count(a, count) || int(blockIdx.x) * (kWaveBlock / L) >= count) return;  // uniform per block
   const int thread = blockIdx.x * kWaveBlock + tid, item = thread / L, lane = thread % L;
-  [[maybe_unused]] const unsigned mask = ((1u << L) - 1) << ((tid & 31) & ~(L - 1));  // the key's lanes
+  [[maybe_unused]] const unsigned mask = L == 32 ? 0xffffffffu : ((1u << (L % 32)) - 1) << ((tid & 31) & ~(L - 1));  // the key's lanes
   const bool active = item < count;
   const std::uint64_t key = active ? a.keys_in[item] : 0;
   int leaf = active ? int(key >> 32) : -1;

@@ -93,7 +93,6 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   const int device = ctx.env.devices[0].ordinal;
   ctx.devices_used = {device};
   cuda::DeviceScope scope(device);
-
   cuda::Stream stream;  // first: the buffers below are freed on it before it goes back
   cuda::StreamBuffer<float> references(p.reference_floats(), stream);
   cuda::StreamBuffer<float> own_queries(p.self_join ? 0 : p.query_floats(), stream);
@@ -129,7 +128,6 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   void* mapped_d = mapped_i != nullptr ? cuda::mapped_address(out.distances) : nullptr;
   const bool pinned_out = early_wanted && mapped_i != nullptr && mapped_d != nullptr;
   cuda::StreamBuffer<std::uint64_t> held(pinned_out ? std::size_t(p.m) : 0, stream);
-
   // The queries go up on their own stream while the tree is built (declared after the buffers: on an
   // exception it is waited for before they are freed).
   cuda::Stream query_copy;
@@ -221,7 +219,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     timer.end();
   };
   // One launch of wave `w` over `grid` keys; its count of remaining queries goes to slot w % kSlots.
-  // The heap kernel's auto: 8 lanes in the last kernel, whose queries each run a long chain of leaves
+  // The heap kernel's auto: v16.tail_lanes in the last kernel, whose queries each run a long chain of leaves
   // alone, and 1 in the sorted waves, where lanes cost more than they hide (on an H100, docs/v16.md).
   const auto launch = [&](int w, bool to_end, long long grid, const unsigned* count_in, int guard) {
     SearchArgs a{view, queries, p.topk, int(grid), to_end || !o.sort ? 0 : stage, p.self_join, o.box, w == 0, to_end,
@@ -231,7 +229,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     const int lanes = nearest ? lanes_for(o.lanes, grid, resident)
                       : a.stage_leaves > 0 ? 1
                       : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, grid, resident)
-                                           : lanes_for(to_end ? 8 : 1, grid, resident);
+                                           : lanes_for(to_end ? knn::gpu::v16_tail_lanes(o.tail_lanes, p.dim) : 1, grid, resident);
     a.batch = w == 0 && lanes == 1 && !nearest && a.stage_leaves == 0 ? first_batch : 0;
     if (tc.on && !to_end) a.tc = kd::TcRows{tc_rows.data(), tc.center, tc.scale, tc.band, visits.data() + 1};
     if (w == 0) first_batched = a.batch > 0;
@@ -344,6 +342,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                                     checked_wave, waited_ms};
   if (o.min_leaf == 0) ctx.chosen["leaf"] = std::to_string(min_leaf);  // auto: by topk
   if ((nearest ? o.lanes : o.heap_lanes) == 0) ctx.chosen[nearest ? "lanes" : "heap_lanes"] = lanes_trace;  // auto: by each wave's size
+  if (!nearest && o.heap_lanes == 0 && o.tail_lanes == 0) ctx.chosen["tail_lanes"] = std::to_string(knn::gpu::v16_tail_lanes(0, p.dim));
+  if (o.tc == "auto") ctx.chosen["tc"] = tc.on ? "on" : "off";
   ctx.path = fmt::format(
       "{}, {} leaves x {} rows ({} padding, minimum leaf {}){}{}, {} test, {}, final steps {}, rows read {}{}; waves {} ({} sorted), "
       "leaves per query {:.2f}; {}; {}; {}; active per wave (wave:queries): {}",

@@ -106,6 +106,7 @@ struct V16Options {
   int early_pct = 10;            // answers=early: the bulk copy starts once at most this percent of the queries are active
   int lanes = 0;        // lanes per query of that kernel: 1, 2, 4, 8, or 0 (by the wave's size)
   int heap_lanes = 0;   // the same for the heap kernel (1 wherever leaves are staged)
+  int tail_lanes = 0;   // heap_lanes=auto: the last kernel's lanes per query (the sorted waves take 1); 0: auto (v16_tail_lanes)
   int first_batch = -1;  // the first wave at one lane a key: rows held back between insertions into the heaps (0: none; -1: auto)
   bool overlap = true;  // the queries copied during the build
   bool lag = true;      // readback=lag: each wave's count read back one wave late
@@ -114,6 +115,10 @@ struct V16Options {
   std::string tc = "auto";        // the sorted waves' leaves scanned on the tensor cores where a warp shares one (kdtree_gpu_tc.cuh)
   std::string source;  // the parameters the user set, " name=value" each
 };
+
+// v16.tail_lanes=auto: 32 lanes a query in the last kernel from k 6 (an H200: 412 316 -> 275 ms, 409 69.0 -> 66.4,
+// 302 43.5 -> 41.9), else 8 (below k 6 no gain: 405's search 5.22 against 5.20 ms, 101, 103 and 519 0.2-0.3 % slower; docs/v16.md).
+inline int v16_tail_lanes(int knob, int dim) { return knob > 0 ? knob : dim >= 6 ? 32 : 8; }
 
 inline V16Options v16_options(const ParamValues& v) {
   V16Options o;
@@ -126,6 +131,7 @@ inline V16Options v16_options(const ParamValues& v) {
   o.nearest = v.on("nearest");
   o.lanes = v.text("lanes") == "auto" ? 0 : int(v.integer("lanes"));
   o.heap_lanes = v.text("heap_lanes") == "auto" ? 0 : int(v.integer("heap_lanes"));
+  o.tail_lanes = v.text("tail_lanes") == "auto" ? 0 : int(v.integer("tail_lanes"));
   o.first_batch = v.text("first_batch") == "auto" ? -1 : int(v.integer("first_batch"));
   o.overlap = v.on("overlap");
   o.lag = v.text("readback") == "lag";
@@ -169,6 +175,9 @@ inline std::vector<ParamDecl> v16_params() {
       P::choice("heap_lanes", "auto", {"auto", "1", "2", "4", "8"},
                 "lanes per query of the heap kernel (topk above 1, or a self-join): each lane scores every L-th group of the leaf "
                 "and keeps its own copy of the heap; auto: 8 in the last kernel (few queries, long chains of leaves), 1 in the sorted waves"),
+      P::choice("tail_lanes", "auto", {"auto", "8", "16", "32"},
+                "with heap_lanes=auto, the lanes per query of the last kernel, where each remaining query runs its chain of leaves "
+                "alone: every leaf's rows split over this many lanes, each holding a copy of the heap; auto: 32 from k 6, else 8"),
       P::choice("first_batch", "auto", {"auto", "0", "4", "8", "16", "32"},
                 "the first wave (every heap empty) at one lane a query, leaves not staged: the rows closer than the K-th are held in "
                 "a buffer of this many slots per thread (shared memory) and put into the heap after every this many rows, by the "
