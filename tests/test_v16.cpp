@@ -770,22 +770,23 @@ TEST(V16Tc, PlanWhereItAppliesAndItsWords) {
   EXPECT_GE(double(on.band), gpu::tile_score_error_bound(9, 2.0 * 0.25));
   EXPECT_EQ(plan("off").why, "turned off");
   EXPECT_EQ(plan("auto").why, "auto: fewer than 65536 queries");  // auto: from k 6 and 2^16 queries
-  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 1);
-  EXPECT_EQ(kd::tc_leaf_multiple("on", p, true), 8);
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true, true), 1);
+  EXPECT_EQ(kd::tc_leaf_multiple("on", p, true, true), 8);
   p.m = 1 << 16;
   EXPECT_EQ(plan("auto").center, on.center);
   EXPECT_TRUE(plan("auto").on);
-  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 8);
-  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, false), 1);
-  EXPECT_EQ(kd::tc_leaf_multiple("off", p, true), 1);
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true, true), 8);
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, false, true), 1);
+  EXPECT_EQ(kd::tc_leaf_multiple("off", p, true, true), 1);
   p.dim = 5;
   EXPECT_EQ(plan("auto").why, "auto: k below 6");
-  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 1);
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true, true), 1);
   EXPECT_TRUE(plan("on").on);
   p.dim = 6;
-  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true), 8);
+  EXPECT_EQ(kd::tc_leaf_multiple("auto", p, true, true), 8);
+  EXPECT_EQ(kd::tc_leaf_multiple("on", p, true, false), 1);  // k 6 not compiled in: no scan, no rounding
   p.dim = 13;
-  EXPECT_EQ(kd::tc_leaf_multiple("on", p, true), 1);
+  EXPECT_EQ(kd::tc_leaf_multiple("on", p, true, true), 1);
   p.dim = 9, p.m = 64;
   EXPECT_EQ(plan("on", 9, 256, true, false).why, "topk 1's pair in registers");
   EXPECT_NE(plan("on", 9, 256, false).why.find("k = 9: the tensor-core scan takes k up to 12 compiled in"), std::string::npos);

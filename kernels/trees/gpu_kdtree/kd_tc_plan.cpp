@@ -16,9 +16,9 @@ std::string auto_declines(const Problem& p) {
 }
 }  // namespace
 
-int tc_leaf_multiple(const std::string& mode, const Problem& p, bool heap) {
+int tc_leaf_multiple(const std::string& mode, const Problem& p, bool heap, bool compiled) {
   const bool wanted = mode == "on" || (mode == "auto" && auto_declines(p).empty());
-  return wanted && heap && p.dim <= gpu::kTileFoldDims ? 8 : 1;
+  return wanted && heap && compiled && p.dim <= gpu::kTileFoldDims ? 8 : 1;
 }
 
 TcLeafPlan plan_tc_leaves(const Problem& p, const std::string& mode, int cc_major, int leaf_size, bool compiled, bool heap) {

@@ -18,9 +18,9 @@ struct TcLeafPlan {
 // or faster on an H200: docs/v16.md).
 inline constexpr int kTcAutoMinDim = 6;
 inline constexpr long long kTcAutoMinQueries = 1 << 16;
-// The rows a leaf must be a multiple of for v16.tc `mode` on problem `p` with the heap kernel (`heap`): 8
-// where the scan is wanted (whole 8-row groups), else 1.
-int tc_leaf_multiple(const std::string& mode, const Problem& p, bool heap);
+// The rows a leaf must be a multiple of for v16.tc `mode` on problem `p` with the heap kernel (`heap`) and
+// k compiled into the search kernels (`compiled`): 8 where the scan is wanted (whole 8-row groups), else 1.
+int tc_leaf_multiple(const std::string& mode, const Problem& p, bool heap, bool compiled);
 
 // `mode` v16.tc (auto, on, off); `compiled` k compiled into the search
 // kernels; `heap` the heap kernel runs (not topk 1's pair in registers).

@@ -50,18 +50,18 @@ using kd::dispatch;
 using kd::lanes_for;
 using kd::search_shared;
 using kd::staged_stride;
-using kd::SearchArgs;
-using kd::TreeView;
 using Options = knn::gpu::V16Options;
 
 constexpr int kBlock = kd::kWaveBlock;
 constexpr int kMaxTopk = 64;   // heaps of 128 threads x 64 pairs fill 64 KiB of shared memory
 constexpr int kMaxDim = 128;   // stated limit: a staged leaf row and the box test loop over k
 
-// The leaves: v16.leaf's minimum, in whole 8-row groups where v16.tc wants the tensor-core scan.
-kd::LeafPlan leaf_plan(const knn::Problem& p, const Options& o) {
-  const bool heap = !(o.nearest && p.topk == 1 && !p.self_join);
-  return kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk), kd::tc_leaf_multiple(o.tc, p, heap));
+// v16.tc's 8-row groups where it is wanted (the heap kernel assumed unless topk 1's pair in registers may run).
+int tc_multiple(const knn::Problem& p, const Options& o) {
+  return kd::tc_leaf_multiple(o.tc, p, !(o.nearest && p.topk == 1 && !p.self_join), compiled_dim(p.dim));
+}
+kd::LeafPlan leaf_plan(const knn::Problem& p, const Options& o) {  // v16.leaf's minimum, rounded as tc_multiple says
+  return kd::plan_leaves(p.n, kd::leaf_for(o.min_leaf, p.topk), tc_multiple(p, o));
 }
 
 int stage_leaves_for(const Options& o, const kd::LeafPlan& plan, int dim) {
@@ -152,7 +152,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                                       : kd::build_device(references.data(), plan, p.dim, o.segment_rows, stream);
   timer.end();
   const float* queries = p.self_join ? references.data() : own_queries.data();
-  const TreeView view = kd::view_of(tree);
+  const kd::TreeView view = kd::view_of(tree);
   const int stage = stage_leaves_for(o, plan, p.dim);
   const bool nearest = o.nearest && p.topk == 1 && !p.self_join && stage == 0;
   const kd::TcLeafPlan tc = kd::plan_tc_leaves(p, o.tc, ctx.env.devices[0].cc_major, view.leaf_size, compiled_dim(p.dim), !nearest);
@@ -222,10 +222,10 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   // The heap kernel's auto: v16.tail_lanes in the last kernel, whose queries each run a long chain of leaves
   // alone, and 1 in the sorted waves, where lanes cost more than they hide (on an H100, docs/v16.md).
   const auto launch = [&](int w, bool to_end, long long grid, const unsigned* count_in, int guard) {
-    SearchArgs a{view, queries, p.topk, int(grid), to_end || !o.sort ? 0 : stage, p.self_join, o.box, w == 0, to_end,
-                 o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data() + w % kSlots,
-                 visits.data(), static_cast<std::int32_t*>(direct ? host_i : nullptr), static_cast<float*>(direct ? host_d : nullptr),
-                 count_in, guard, unsigned(std::min<long long>(split, 0xffffffffLL))};
+    kd::SearchArgs a{view, queries, p.topk, int(grid), to_end || !o.sort ? 0 : stage, p.self_join, o.box, w == 0, to_end,
+                     o.vec, keys[cur].data(), keys[1 - cur].data(), indices.data(), distances.data(), remaining.data() + w % kSlots,
+                     visits.data(), static_cast<std::int32_t*>(direct ? host_i : nullptr), static_cast<float*>(direct ? host_d : nullptr),
+                     count_in, guard, unsigned(std::min<long long>(split, 0xffffffffLL))};
     const int lanes = nearest ? lanes_for(o.lanes, grid, resident)
                       : a.stage_leaves > 0 ? 1
                       : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, grid, resident)
@@ -375,7 +375,7 @@ std::size_t v16_device_bytes(const knn::Problem& p, const knn::Environment& env)
   const std::size_t points = p.reference_floats() + (p.self_join ? 0 : p.query_floats());
   return points * sizeof(float) + p.result_slots() * (sizeof(std::int32_t) + sizeof(float)) +
          std::size_t(p.m) * (knn::gpu::v16_early_wanted(o.answers, p.topk, (long long)p.result_slots() * 8) ? 4 : 3) * sizeof(std::uint64_t) + (1u << 20) + kd::device_bytes(plan, p.dim) +
-         (kd::tc_leaf_multiple(o.tc, p, true) > 1 ? (plan.padded() + 128) * 32 : 0);  // v16.tc's packed rows
+         (tc_multiple(p, o) > 1 ? (plan.padded() + 128) * 32 : 0);  // v16.tc's packed rows
 }
 
 knn::VersionDesc describe() {

@@ -174,7 +174,7 @@ inline std::vector<ParamDecl> v16_params() {
       P::flag("overlap", true, "the queries copied up on a second stream while the tree is built (off: before the build)"),
       P::choice("heap_lanes", "auto", {"auto", "1", "2", "4", "8"},
                 "lanes per query of the heap kernel (topk above 1, or a self-join): each lane scores every L-th group of the leaf "
-                "and keeps its own copy of the heap; auto: 8 in the last kernel (few queries, long chains of leaves), 1 in the sorted waves"),
+                "and keeps its own copy of the heap; auto: tail_lanes in the last kernel (few queries, long chains of leaves), 1 in the sorted waves"),
       P::choice("tail_lanes", "auto", {"auto", "8", "16", "32"},
                 "with heap_lanes=auto, the lanes per query of the last kernel, where each remaining query runs its chain of leaves "
                 "alone: every leaf's rows split over this many lanes, each holding a copy of the heap; auto: 32 from k 6, else 8"),
