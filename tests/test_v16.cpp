@@ -294,6 +294,16 @@ std::vector<TcCase> tc_cases() {
   add({"nearest_k5", 5, 8192, 16384, 1}, "on", true, false);
   add({"tiny_leaves_k3", 3, 8192, 3000, 3});  // leaf 4: 256 leaves of 12 rows, 16 when rounded
   out.back().params = {{"leaf", "4"}}, out.back().scans = false;
+  // A warp on several leaves (v16.tc_leaves): 8 queries a leaf, so a warp's 32 sit on 4 or more (tail 1: sorted waves down to
+  // one query a leaf; at the default 16 the last kernel would take them all).
+  add({"few_a_leaf_k9_leaves8", 9, 2048, 65536, 5});
+  out.back().params = {{"tc_leaves", "8"}, {"tail", "1"}};
+  add({"few_a_leaf_ties_k7_leaves32", 7, 2048, 65536, 8, false, Distribution::integers, 6});
+  out.back().params = {{"tc_leaves", "32"}, {"tail", "1"}};
+  add({"few_a_leaf_clusters_k12_leaves32", 12, 2048, 65536, 16, false, Distribution::clusters});
+  out.back().params = {{"tc_leaves", "32"}, {"tail", "1"}};
+  add({"self_k8_leaves2", 8, 16384, 16384, 5, true});
+  out.back().params = {{"tc_leaves", "2"}, {"leaf", "64"}};
   return out;
 }
 class GpuV16Tc : public ::testing::TestWithParam<TcCase> {};
@@ -306,7 +316,7 @@ TEST_P(GpuV16Tc, MatchesV0RowForRow) {
   const std::string path = knn::testing::check_rows_against_v0("v16", t.c, 1600, disc.devices[0], {{"h2d", 1}, {"build_tree", 1}, {"d2h", 1}},
                                                                params, HostMemory::pageable, t.examine);
   const bool capable = disc.devices[0].cc_major >= 8;
-  const std::string::size_type at = path.find("filters it on the tensor cores");
+  const std::string::size_type at = path.find("filters them on the tensor cores");
   EXPECT_EQ(at != std::string::npos, t.expect && capable) << path;
   if (at != std::string::npos) {
     // Some leaves scanned that way from k 3: every leaf starts with about 128 queries. At k 1 and 2 the first
@@ -321,6 +331,26 @@ TEST_P(GpuV16Tc, MatchesV0RowForRow) {
 }
 INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Tc, ::testing::ValuesIn(tc_cases()),
                          [](const ::testing::TestParamInfo<TcCase>& i) { return i.param.c.name + "_" + i.param.mode; });
+
+// v16.tc_leaves: with 8 queries a leaf (and sorted waves down to one a leaf, tail 1) almost no warp sits on one leaf, so at 1
+// nearly every visit is scanned on the CUDA cores,
+// and at 8 the warps scan their leaves on the tensor cores one after another: more visits that way, the same rows as v0's.
+TEST(GpuV16TcLeaves, WarpsOnSeveralLeavesScanThemInTurn) {
+  const auto& disc = discovery();
+  if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
+  if (disc.devices[0].cc_major < 8) GTEST_SKIP() << "compute capability " << disc.devices[0].cc_major << ": no tensor-core scan to test";
+  const V16Case c{"few_a_leaf_k9", 9, 2048, 65536, 5};
+  const auto tc_visits = [&](const char* leaves) {
+    const std::string path = knn::testing::check_rows_against_v0("v16", c, 1700, disc.devices[0], {{"h2d", 1}, {"build_tree", 1}, {"d2h", 1}},
+                                                                 {{"tc", "on"}, {"tc_leaves", leaves}, {"tail", "1"}}, HostMemory::pageable, true);
+    EXPECT_NE(path.find(fmt::format("sit on at most {} leaves (tc_leaves)", leaves)), std::string::npos) << path;
+    const std::string::size_type at = path.find("error bound "), count = path.find("): ", at);
+    EXPECT_NE(count, std::string::npos) << path;
+    return count == std::string::npos ? -1LL : std::stoll(path.substr(count + 3));
+  };
+  const long long one = tc_visits("1"), eight = tc_visits("8");
+  EXPECT_GT(eight, 4 * std::max(one, 1LL)) << "tc_leaves 1: " << one << " visits, 8: " << eight;
+}
 
 // readback=lag decides each wave on the device by the exact count that wait reads on the host, so
 // both run the same waves: the same count of waves and of sorted ones, the same leaves per query and
@@ -798,10 +828,12 @@ TEST(V16Tc, PlanWhereItAppliesAndItsWords) {
   EXPECT_FALSE(plan("on").on);
   p.dim = 9, p.values.finite = false;
   EXPECT_EQ(plan("on").why, "not every value is finite");
-  EXPECT_EQ(kd::tc_leaves_text(plan("off"), "off", 0, 100), "leaves scanned on the CUDA cores (tc=off: turned off)");
-  EXPECT_NE(kd::tc_leaves_text(on, "on", 10, 640).find("filters it on the tensor cores (tc=on: fp16 m16n8k16 scores with c = 1, s = 2^-2"),
-            std::string::npos);
-  EXPECT_NE(kd::tc_leaves_text(on, "on", 10, 640).find("): 10 leaf scans, 50.0 % of the leaves visited"), std::string::npos);
+  EXPECT_EQ(kd::tc_leaves_text(plan("off"), "off", 4, 0, 0, 100), "leaves scanned on the CUDA cores (tc=off: turned off)");
+  const std::string text = kd::tc_leaves_text(on, "on", 4, 320, 12, 640);
+  EXPECT_NE(text.find("whose 32 queries sit on at most 4 leaves (tc_leaves), every heap full, filters them on the tensor cores one leaf "
+                      "after another (tc=on: fp16 m16n8k16 scores with c = 1, s = 2^-2"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("): 320 leaf visits in 12 warp scans, 50.0 % of the leaves visited"), std::string::npos) << text;
 }
 
 TEST(V16Supports, ParametersAndLimits) {
@@ -809,7 +841,7 @@ TEST(V16Supports, ParametersAndLimits) {
   // builds without CUDA too.
   for (const auto& [name, bad] : std::vector<std::pair<std::string, std::string>>{
            {"leaf", "-1"}, {"leaf", "x"}, {"leaf", "9000"}, {"sort", "2"}, {"sort", "1"}, {"final", "yes"}, {"test", "plane"},
-           {"stage_kib", "161"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}, {"build", "tree"},
+           {"stage_kib", "161"}, {"tc_leaves", "0"}, {"tc_leaves", "33"}, {"vec", "2"}, {"tail", "0"}, {"nearest", "2"}, {"lanes", "3"}, {"lanes", "16"}, {"lanes", "0"}, {"heap_lanes", "3"}, {"heap_lanes", "0"}, {"build", "tree"},
            {"first_batch", "3"}, {"first_batch", "64"}, {"first_batch", "-4"}})
     EXPECT_THROW(ParamValues("v16", knn::gpu::v16_params(), {{name, bad}}), ParamError) << name << "=" << bad;
   const VersionDesc* v = Registry::instance().find("v16");

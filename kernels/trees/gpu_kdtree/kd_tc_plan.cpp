@@ -48,12 +48,15 @@ TcLeafPlan plan_tc_leaves(const Problem& p, const std::string& mode, int cc_majo
   return plan;
 }
 
-std::string tc_leaves_text(const TcLeafPlan& plan, const std::string& mode, unsigned long long scans, unsigned long long visits) {
+std::string tc_leaves_text(const TcLeafPlan& plan, const std::string& mode, int max_leaves, unsigned long long tc_visits,
+                           unsigned long long warp_scans, unsigned long long visits) {
   if (!plan.on) return fmt::format("leaves scanned on the CUDA cores (tc={}: {})", mode, plan.why);
   return fmt::format(
-      "a sorted wave's warp whose 32 queries share a leaf, every heap full, filters it on the tensor cores (tc={}: fp16 m16n8k16 scores "
-      "with c = {:g}, s = 2^{}, error bound {:.3g}; candidates take the exact distance): {} leaf scans, {:.1f} % of the leaves visited",
-      mode, plan.center, std::ilogb(plan.scale), plan.band, scans, visits > 0 ? 100.0 * 32.0 * double(scans) / double(visits) : 0.0);
+      "a sorted wave's warp whose 32 queries sit on at most {} leaves (tc_leaves), every heap full, filters them on the tensor cores "
+      "one leaf after another (tc={}: fp16 m16n8k16 scores with c = {:g}, s = 2^{}, error bound {:.3g}; candidates take the exact "
+      "distance): {} leaf visits in {} warp scans, {:.1f} % of the leaves visited",
+      max_leaves, mode, plan.center, std::ilogb(plan.scale), plan.band, tc_visits, warp_scans,
+      visits > 0 ? 100.0 * double(tc_visits) / double(visits) : 0.0);
 }
 
 }  // namespace knn::kd

@@ -26,7 +26,9 @@ int tc_leaf_multiple(const std::string& mode, const Problem& p, bool heap, bool 
 // kernels; `heap` the heap kernel runs (not topk 1's pair in registers).
 TcLeafPlan plan_tc_leaves(const Problem& p, const std::string& mode, int cc_major, int leaf_size, bool compiled, bool heap);
 
-// `scans` leaves scanned on the tensor cores by a warp, `visits` leaves visited by all queries.
-std::string tc_leaves_text(const TcLeafPlan& plan, const std::string& mode, unsigned long long scans, unsigned long long visits);
+// `tc_visits` leaf visits scanned on the tensor cores, in `warp_scans` scans by a warp on at most `max_leaves`
+// leaves (v16.tc_leaves); `visits` leaves visited by all queries.
+std::string tc_leaves_text(const TcLeafPlan& plan, const std::string& mode, int max_leaves, unsigned long long tc_visits,
+                           unsigned long long warp_scans, unsigned long long visits);
 
 }  // namespace knn::kd

@@ -1,13 +1,15 @@
 #pragma once
-// v16.tc: a leaf scanned on the tensor cores by a warp whose 32 queries all sit on it (a sorted wave:
-// about 256 queries share each leaf at 2^20 × 2^20) and whose heaps are all full. The scores and the
-// proof are v15's tile filter's (kernels/bruteforce/detail/filters/tc_tile_pack.cuh, tc_filter.cuh): the
-// leaf's rows were packed once after the build as fp16 B fragments of (r − c)s with their norms
-// (pack_kernel, padding rows never candidates); the warp's queries are two m16 tiles of A fragments of
-// −2(q − c)s, each query's heap bound folded into the product, so a pair is a candidate exactly when its
-// score is below zero, and every pair whose exact distance could enter the heap (ties included) is one.
-// Candidates go back to their own query's lane by ballots and take v16's exact distance (v0's sums) and
-// heap offer, as the scalar scan does, so the answers are the same bit for bit.
+// v16.tc: a leaf scanned on the tensor cores by a warp of a sorted wave whose 32 queries sit on at most
+// v16.tc_leaves leaves (about 256 queries share each leaf at 2^20 × 2^20 in the early waves, a few dozen in
+// the late ones) and whose heaps are all full. The scores and the proof are v15's tile filter's
+// (kernels/bruteforce/detail/filters/tc_tile_pack.cuh, tc_filter.cuh): the leaf's rows were packed once after
+// the build as fp16 B fragments of (r − c)s with their norms (pack_kernel, padding rows never candidates);
+// the warp's queries are two m16 tiles of A fragments of −2(q − c)s, each query's heap bound folded into the
+// product, so a pair is a candidate exactly when its score is below zero, and every pair whose exact
+// distance could enter the heap (ties included) is one. A warp on several leaves scans each in turn; the
+// queries on another leaf fold a bound of −inf (no candidate) and drop any bit. Candidates go back to
+// their own query's lane by ballots and take v16's exact distance (v0's sums) and heap offer, as the
+// scalar scan does, so the answers are the same bit for bit.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -25,18 +27,22 @@ namespace knn::kd {
 struct TcRows {
   const uint2* rows = nullptr;  // per 8-row group of the tree's rows, 32 lanes' fragments (pack_tc_rows below)
   float center = 0.f, scale = 1.f, band = 0.f;
-  unsigned long long* scans = nullptr;  // leaves scanned this way (one per warp and leaf)
+  int max_leaves = 1;                   // v16.tc_leaves: the most distinct leaves of a warp scanned this way
+  unsigned long long* scans = nullptr;  // leaf visits scanned this way (one per query and leaf)
+  unsigned long long* warp_scans = nullptr;  // the warps' scans (one per warp and leaf)
 };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-// Called by all 32 lanes of a warp, converged, each with its own query (row `query_row`, registers q),
-// heap `list` (full), and the same `leaf`. take(d, tree row) is the scalar scan's offer.
+// Called by all 32 lanes of a warp, converged, each with its own query (row `query_row`, registers q) and
+// heap `list` (full), and the same `leaf`; the lanes of `members` are those whose query is on it, the others
+// take nothing. take(d, tree row) is the scalar scan's offer.
 template <int DIM, typename List, typename Take>
 __device__ __forceinline__ void tc_scan_leaf(const TreeView& t, const TcRows& tc, const float* query_row, const Query<DIM>& q, int leaf,
-                                             const List& list, Take&& take) {
+                                             unsigned members, const List& list, Take&& take) {
   static_assert(DIM > 0 && DIM <= gpu::kTileFoldDims, "the norm and the bound fold into dimensions 12-15");
   constexpr unsigned kAll = 0xffffffffu;
   const int lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+  const bool member = (members >> lane) & 1u;
   const float s = tc.scale, s2 = tc.scale * tc.scale;
   // Lane l's query is row (l & 15) of tile l >> 4; the A fragments hold rows g and g + 8 of each tile.
   std::uint32_t frag[2][4];
@@ -50,9 +56,10 @@ __device__ __forceinline__ void tc_scan_leaf(const TreeView& t, const TcRows& tc
       if (t4 == 2 && e >= 2) frag[tile][e] = gpu::tile::pack_half2(1.f, 1.f);  // dimensions 12 and 13: times the norm
     }
   const float norm_low = __fmul_rd(gpu::tc::norm_low(query_row, DIM, tc.center), s2);
-  // Each query's heap bound into dimensions 14 and 15 (lane (g, 3), elements 2 and 3: rows g and g + 8).
+  // Each query's heap bound into dimensions 14 and 15 (lane (g, 3), elements 2 and 3: rows g and g + 8); −inf
+  // off the leaf (fold clamps it: no candidate).
   const auto refresh = [&] {
-    const float worst = list.worst_distance();
+    const float worst = member ? list.worst_distance() : -INFINITY;
 #pragma unroll
     for (int tile = 0; tile < 2; ++tile)
 #pragma unroll
@@ -89,7 +96,7 @@ __device__ __forceinline__ void tc_scan_leaf(const TreeView& t, const TcRows& tc
         const unsigned votes = __ballot_sync(kAll, __float_as_int(d[tile][j]) < 0);
         if (tile == mine_tile && (j >> 1) == mine_h) ((j & 1) ? odd : even) = votes;
       }
-    unsigned found = (even >> (4 * mine_g)) & 0xfu, found_odd = (odd >> (4 * mine_g)) & 0xfu;
+    const unsigned found = member ? (even >> (4 * mine_g)) & 0xfu : 0u, found_odd = member ? (odd >> (4 * mine_g)) & 0xfu : 0u;
     bool taken = false;
     for (unsigned bits = found | (found_odd << 4); bits != 0; bits &= bits - 1) {
       const int bit = __ffs(bits) - 1, r = gi * 8 + 2 * (bit & 3) + (bit >> 2);
@@ -98,7 +105,7 @@ __device__ __forceinline__ void tc_scan_leaf(const TreeView& t, const TcRows& tc
     }
     if (__any_sync(kAll, taken)) refresh();
   }
-  if (lane == 0 && tc.scans != nullptr) atomicAdd(tc.scans, 1ULL);
+  if (lane == __ffs(members) - 1 && tc.scans != nullptr) atomicAdd(tc.scans, (unsigned long long)__popc(members)), atomicAdd(tc.warp_scans, 1ULL);
 }
 #endif
 

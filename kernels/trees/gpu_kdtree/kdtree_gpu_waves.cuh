@@ -61,8 +61,8 @@ struct SearchArgs {
   // every `batch` rows, by every lane of the warp at once (search_kernel<DIM, 1, true>); 0: each row
   // into the heap as it is found.
   int batch = 0;
-  // v16.tc (a sorted wave, one lane a key; search_kernel<DIM, 1, false, true>): a warp whose 32 keys share a
-  // leaf and whose heaps are full scans it on the tensor cores (kdtree_gpu_tc.cuh).
+  // v16.tc (a sorted wave, one lane a key; search_kernel<DIM, 1, false, true>): a warp whose 32 keys sit on at
+  // most tc.max_leaves leaves and whose heaps are full scans them on the tensor cores (kdtree_gpu_tc.cuh).
   TcRows tc;
 };
 
@@ -126,12 +126,13 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     for (int e = tid; e < runs * S; e += kWaveBlock) tile_index[e] = __ldg(t.index + std::size_t(run_leaf[e / S]) * S + e % S);
     __syncthreads();
   }
-  // TC: the warp's keys all active and on one leaf (decided here, where every lane of the warp is present;
-  // the shuffle outside the condition, which inactive lanes would skip).
+  // TC: the warp's keys all active and on at most tc.max_leaves leaves, counted as runs of equal leaves (decided
+  // here, where every lane of the warp is present; the shuffle outside the condition, which inactive lanes would skip).
   bool warp_tc = false;
   if constexpr (TC) {
-    const int first_leaf = __shfl_sync(0xffffffffu, leaf, 0);
-    warp_tc = !staged && !a.to_end && __all_sync(0xffffffffu, active && leaf == first_leaf);
+    const int before = __shfl_up_sync(0xffffffffu, leaf, 1);
+    const int runs_here = __popc(__ballot_sync(0xffffffffu, (tid & 31) == 0 || leaf != before));
+    warp_tc = !staged && !a.to_end && __all_sync(0xffffffffu, active) && runs_here <= a.tc.max_leaves;
   }
   knn::gpu::SharedTopK list(heap_d + tid, heap_i + tid, kWaveBlock, a.topk);
   unsigned visited = 0;
@@ -181,8 +182,15 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
             bool done = false;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
             if constexpr (TC && DIM > 0 && DIM <= gpu::kTileFoldDims)  // every lane of the warp is here when warp_tc
-              if (warp_tc && __all_sync(0xffffffffu, list.worst_distance() < INFINITY))
-                tc_scan_leaf<DIM>(t, a.tc, a.queries + std::size_t(qid) * dim, q, leaf, list, take), done = true;
+              if (warp_tc && __all_sync(0xffffffffu, list.worst_distance() < INFINITY)) {
+                for (unsigned todo = 0xffffffffu; todo != 0;) {  // the warp's leaves one after another
+                  const int on = __shfl_sync(0xffffffffu, leaf, __ffs(todo) - 1);
+                  const unsigned members = __ballot_sync(0xffffffffu, leaf == on);
+                  todo &= ~members;
+                  tc_scan_leaf<DIM>(t, a.tc, a.queries + std::size_t(qid) * dim, q, on, members, list, take);
+                }
+                done = true;
+              }
 #endif
             if (!done)
               scan_share<DIM, 1>(t, q, leaf, 0, a.vec == 1, [&](float d, int r) {

@@ -101,11 +101,11 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<std::uint64_t> keys[2] = {{std::size_t(p.m), stream}, {std::size_t(p.m), stream}};
   constexpr int kSlots = 4;  // waves whose counts of remaining queries may be in flight at once (readback=lag)
   cuda::StreamBuffer<unsigned> remaining(kSlots, stream);
-  cuda::StreamBuffer<unsigned long long> visits(2, stream);  // leaves visited, and those scanned on the tensor cores (v16.tc)
+  cuda::StreamBuffer<unsigned long long> visits(3, stream);  // leaves visited; those scanned on the tensor cores, and the warps' scans (v16.tc)
   cuda::StreamBuffer<int> selected(1, stream);  // DeviceSelect's count (the kernel counts too)
   cuda::PinnedStaging<unsigned> remaining_host(kSlots);
   cuda::Event counted[kSlots];
-  cuda::PinnedStaging<unsigned long long> visits_host(2);
+  cuda::PinnedStaging<unsigned long long> visits_host(3);
   std::size_t sort_bytes = 0, select_bytes = 0;
   {
     cub::DoubleBuffer<std::uint64_t> k(keys[0].data(), keys[1].data());
@@ -136,7 +136,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::PhaseTimer timer(stream);
   timer.begin("h2d");
   KNN_CUDA_TRY(cudaMemcpyAsync(references.data(), p.references, p.reference_floats() * sizeof(float), cudaMemcpyHostToDevice, stream));
-  KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, 2 * sizeof(unsigned long long), stream));
+  KNN_CUDA_TRY(cudaMemsetAsync(visits.data(), 0, 3 * sizeof(unsigned long long), stream));
   const bool overlap = o.overlap && !p.self_join;
   if (!p.self_join) {
     references_in.record(stream);  // the buffers are allocated, and the copy engine is free
@@ -231,7 +231,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                       : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, grid, resident)
                                            : lanes_for(to_end ? knn::gpu::v16_tail_lanes(o.tail_lanes, p.dim) : 1, grid, resident);
     a.batch = w == 0 && lanes == 1 && !nearest && a.stage_leaves == 0 ? first_batch : 0;
-    if (tc.on && !to_end) a.tc = kd::TcRows{tc_rows.data(), tc.center, tc.scale, tc.band, visits.data() + 1};
+    if (tc.on && !to_end) a.tc = kd::TcRows{tc_rows.data(), tc.center, tc.scale, tc.band, o.tc_leaves, visits.data() + 1, visits.data() + 2};
     if (w == 0) first_batched = a.batch > 0;
     dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
     return lanes;
@@ -333,7 +333,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
     cuda::download_answers(p, indices.data(), distances.data(), out, stream);
     timer.end();
   }
-  KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), 2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+  KNN_CUDA_TRY(cudaMemcpyAsync(visits_host.data(), visits.data(), 3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
   stream.synchronize();
   timer.report(ctx.timing);
   const std::string build_sorts = kd::build_text(lists, o.build, p.dim, plan, o.segment_rows);
@@ -364,7 +364,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
       fmt::format("{}, lanes per query per wave: {}", nearest ? "nearest pair in registers" : kd::heaps_text(first_batch, first_batched, o.first_batch < 0), lanes_trace),
-      kd::tc_leaves_text(tc, o.tc, visits_host.data()[1], *visits_host.data()), knn::gpu::v16_answers_text(run),
+      kd::tc_leaves_text(tc, o.tc, o.tc_leaves, visits_host.data()[1], visits_host.data()[2], *visits_host.data()), knn::gpu::v16_answers_text(run),
       kd::active_trace(active));
 }
 

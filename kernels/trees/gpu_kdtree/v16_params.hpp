@@ -113,6 +113,7 @@ struct V16Options {
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
   std::string tc = "auto";        // the sorted waves' leaves scanned on the tensor cores where a warp shares one (kdtree_gpu_tc.cuh)
+  int tc_leaves = 4;              // tc: the most distinct leaves of a warp scanned that way, one after another
   std::string source;  // the parameters the user set, " name=value" each
 };
 
@@ -142,6 +143,7 @@ inline V16Options v16_options(const ParamValues& v) {
   o.early_pct = int(v.integer("early_pct"));
   o.key_sort = v.text("key_sort");
   o.tc = v.text("tc");
+  o.tc_leaves = int(v.integer("tc_leaves"));
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
   return o;
 }
@@ -201,6 +203,9 @@ inline std::vector<ParamDecl> v16_params() {
                 "filtered on the tensor cores (v15's tile filter's fp16 scores and error bound; candidates take the exact distance, so "
                 "the answers do not change); k 1..12 compiled in, compute capability 8.0 and later, examined finite values; the leaves "
                 "are then planned in whole 8-row groups; auto: on from k 6 with at least 65536 queries"),
+      P::integer("tc_leaves", 4, 1, 32,
+                 "with tc: the most distinct leaves the 32 queries of a warp may sit on for the warp to filter them on the tensor "
+                 "cores, one leaf after another (the queries on another leaf take nothing from it); 1: only a warp on one leaf"),
       P::integer("stage_kib", 0, 0, 160, "shared memory for staged leaves, KiB (default 0: an H100 reads a shared leaf through L1 faster)",
                  "KNN_V16_STAGE_KIB"),
   };
