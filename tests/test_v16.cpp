@@ -254,7 +254,8 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16, ::testing::Combine(::testing::ValuesIn(v16
                            return fmt::format("{}_{}", std::get<0>(i.param).name, std::get<1>(i.param).name);
                          });
 
-// v16.tc: the sorted waves' warps whose 32 queries share a leaf scan it on the tensor cores (kdtree_gpu_tc.cuh).
+// v16.tc: the sorted waves' warps whose 32 queries sit on at most v16.tc_leaves leaves scan them on the tensor cores
+// (kdtree_gpu_tc.cuh).
 // Every k it takes (1..12 compiled in) at topk 2, 5 and 16 (8192 queries: 128 a leaf); leaves with padding rows (32760 rows: 8 of them),
 // leaves rounded up to whole 8-row groups (16284 rows: 509 a leaf without), leaves of 16 rows with 68 leaves of padding alone, leaves
 // of 128 (topk 64), whole numbers with masses of ties, duplicates, clusters, a self-join; every row against v0 bit for bit, with the
@@ -266,7 +267,14 @@ struct TcCase {
   bool examine, expect;
   std::map<std::string, std::string> params = {};
   bool scans = true;  // some leaves scanned that way (from k 3)
+  bool several = false;  // some warp scans with fewer than 32 queries on the leaf (a warp on several leaves)
 };
+// The path's "): V leaf visits in W warp scans": {V, W}, or {-1, -1} when absent.
+std::pair<long long, long long> tc_counts(const std::string& path) {
+  std::smatch m;
+  if (!std::regex_search(path, m, std::regex(R"(\): (\d+) leaf visits in (\d+) warp scans, )"))) return {-1, -1};
+  return {std::stoll(m[1].str()), std::stoll(m[2].str())};
+}
 std::vector<TcCase> tc_cases() {
   std::vector<TcCase> out;
   const auto add = [&](V16Case c, std::string mode = "on", bool examine = true, bool expect = true) {
@@ -297,7 +305,7 @@ std::vector<TcCase> tc_cases() {
   // A warp on several leaves (v16.tc_leaves): 8 queries a leaf, so a warp's 32 sit on 4 or more (tail 1: sorted waves down to
   // one query a leaf; at the default 16 the last kernel would take them all).
   add({"few_a_leaf_k9_leaves8", 9, 2048, 65536, 5});
-  out.back().params = {{"tc_leaves", "8"}, {"tail", "1"}};
+  out.back().params = {{"tc_leaves", "8"}, {"tail", "1"}}, out.back().several = true;
   add({"few_a_leaf_ties_k7_leaves32", 7, 2048, 65536, 8, false, Distribution::integers, 6});
   out.back().params = {{"tc_leaves", "32"}, {"tail", "1"}};
   add({"few_a_leaf_clusters_k12_leaves32", 12, 2048, 65536, 16, false, Distribution::clusters});
@@ -319,11 +327,14 @@ TEST_P(GpuV16Tc, MatchesV0RowForRow) {
   const std::string::size_type at = path.find("filters them on the tensor cores");
   EXPECT_EQ(at != std::string::npos, t.expect && capable) << path;
   if (at != std::string::npos) {
-    // Some leaves scanned that way from k 3: every leaf starts with about 128 queries. At k 1 and 2 the first
-    // wave (heaps empty: never this way) leaves too few queries for a later sorted wave to fill a warp on a leaf.
-    const std::string::size_type count = path.find("): ", at);
-    ASSERT_NE(count, std::string::npos) << path;
-    if (t.c.dim >= 3 && t.scans) EXPECT_GT(std::stoll(path.substr(count + 3)), 0) << path;
+    // Some leaves scanned that way from k 3 (the shapes of 8192 queries start with about 128 a leaf, the few_a_leaf ones with 8 and
+    // sorted waves down to one a leaf). At k 1 and 2 the first wave (heaps empty: never this way) leaves too few queries for a
+    // later sorted wave to fill a warp. A warp scan takes at most 32 visits, fewer where the warp sits on several leaves.
+    const auto [visits, warp_scans] = tc_counts(path);
+    ASSERT_GE(visits, 0) << path;
+    EXPECT_LE(visits, 32 * warp_scans) << path;
+    if (t.c.dim >= 3 && t.scans) EXPECT_GT(visits, 0) << path;
+    if (t.several) EXPECT_LT(visits, 32 * warp_scans) << path;
   } else {
     EXPECT_NE(path.find("leaves scanned on the CUDA cores (tc=" + t.mode + ": "), std::string::npos) << path;
   }
@@ -333,22 +344,25 @@ INSTANTIATE_TEST_SUITE_P(Gpu, GpuV16Tc, ::testing::ValuesIn(tc_cases()),
                          [](const ::testing::TestParamInfo<TcCase>& i) { return i.param.c.name + "_" + i.param.mode; });
 
 // v16.tc_leaves: with 8 queries a leaf (and sorted waves down to one a leaf, tail 1) almost no warp sits on one leaf, so at 1
-// nearly every visit is scanned on the CUDA cores,
+// nearly every visit is scanned on the CUDA cores (and each warp scan takes all 32 queries of its warp),
 // and at 8 the warps scan their leaves on the tensor cores one after another: more visits that way, the same rows as v0's.
 TEST(GpuV16TcLeaves, WarpsOnSeveralLeavesScanThemInTurn) {
   const auto& disc = discovery();
   if (disc.devices.empty()) GTEST_SKIP() << "no CUDA device (" << disc.note << "): GPU test skipped, not run";
   if (disc.devices[0].cc_major < 8) GTEST_SKIP() << "compute capability " << disc.devices[0].cc_major << ": no tensor-core scan to test";
   const V16Case c{"few_a_leaf_k9", 9, 2048, 65536, 5};
-  const auto tc_visits = [&](const char* leaves) {
+  const auto counts = [&](const std::string& leaves) {
     const std::string path = knn::testing::check_rows_against_v0("v16", c, 1700, disc.devices[0], {{"h2d", 1}, {"build_tree", 1}, {"d2h", 1}},
                                                                  {{"tc", "on"}, {"tc_leaves", leaves}, {"tail", "1"}}, HostMemory::pageable, true);
-    EXPECT_NE(path.find(fmt::format("sit on at most {} leaves (tc_leaves)", leaves)), std::string::npos) << path;
-    const std::string::size_type at = path.find("error bound "), count = path.find("): ", at);
-    EXPECT_NE(count, std::string::npos) << path;
-    return count == std::string::npos ? -1LL : std::stoll(path.substr(count + 3));
+    EXPECT_NE(path.find("sit on at most " + leaves + (leaves == "1" ? " leaf" : " leaves") + " (tc_leaves)"), std::string::npos) << path;
+    const auto found = tc_counts(path);
+    EXPECT_GE(found.first, 0) << path;
+    return found;
   };
-  const long long one = tc_visits("1"), eight = tc_visits("8");
+  const auto [one, one_scans] = counts("1");
+  const auto [eight, eight_scans] = counts("8");
+  EXPECT_EQ(one, 32 * one_scans) << "tc_leaves 1: every warp scan takes its warp's 32 queries";
+  EXPECT_LT(eight, 32 * eight_scans) << "tc_leaves 8: " << eight << " visits in " << eight_scans << " warp scans";
   EXPECT_GT(eight, 4 * std::max(one, 1LL)) << "tc_leaves 1: " << one << " visits, 8: " << eight;
 }
 
@@ -834,6 +848,8 @@ TEST(V16Tc, PlanWhereItAppliesAndItsWords) {
                       "after another (tc=on: fp16 m16n8k16 scores with c = 1, s = 2^-2"),
             std::string::npos) << text;
   EXPECT_NE(text.find("): 320 leaf visits in 12 warp scans, 50.0 % of the leaves visited"), std::string::npos) << text;
+  EXPECT_EQ(tc_counts(text), std::make_pair(320LL, 12LL));
+  EXPECT_NE(kd::tc_leaves_text(on, "on", 1, 64, 2, 640).find("whose 32 queries sit on at most 1 leaf (tc_leaves)"), std::string::npos);
 }
 
 TEST(V16Supports, ParametersAndLimits) {

@@ -52,10 +52,10 @@ std::string tc_leaves_text(const TcLeafPlan& plan, const std::string& mode, int 
                            unsigned long long warp_scans, unsigned long long visits) {
   if (!plan.on) return fmt::format("leaves scanned on the CUDA cores (tc={}: {})", mode, plan.why);
   return fmt::format(
-      "a sorted wave's warp whose 32 queries sit on at most {} leaves (tc_leaves), every heap full, filters them on the tensor cores "
+      "a wave's warp whose 32 queries sit on at most {} (tc_leaves), every heap full, filters them on the tensor cores "
       "one leaf after another (tc={}: fp16 m16n8k16 scores with c = {:g}, s = 2^{}, error bound {:.3g}; candidates take the exact "
       "distance): {} leaf visits in {} warp scans, {:.1f} % of the leaves visited",
-      max_leaves, mode, plan.center, std::ilogb(plan.scale), plan.band, tc_visits, warp_scans,
+      max_leaves == 1 ? std::string("1 leaf") : fmt::format("{} leaves", max_leaves), mode, plan.center, std::ilogb(plan.scale), plan.band, tc_visits, warp_scans,
       visits > 0 ? 100.0 * double(tc_visits) / double(visits) : 0.0);
 }
 

@@ -112,7 +112,7 @@ struct V16Options {
   bool lag = true;      // readback=lag: each wave's count read back one wave late
   long long segment_rows = 8192;  // the build's levels with nodes this small: a segmented sort
   std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
-  std::string tc = "auto";        // the sorted waves' leaves scanned on the tensor cores where a warp shares one (kdtree_gpu_tc.cuh)
+  std::string tc = "auto";        // the waves' leaves scanned on the tensor cores where a warp's queries sit on few (kdtree_gpu_tc.cuh)
   int tc_leaves = 4;              // tc: the most distinct leaves of a warp scanned that way, one after another
   std::string source;  // the parameters the user set, " name=value" each
 };
@@ -199,7 +199,7 @@ inline std::vector<ParamDecl> v16_params() {
                 "on the device by the exact count), or wait (the host waits for each wave's count before it queues the next; "
                 "taken anyway with sort or final off)"),
       P::choice("tc", "auto", {"auto", "off", "on"},
-                "the sorted waves' heap kernel: where a warp's 32 queries share a leaf and every heap is full, the leaf's rows are "
+                "the heap kernel of the waves before the last kernel: where a warp's 32 queries sit on at most tc_leaves leaves and every heap is full, each leaf's rows are "
                 "filtered on the tensor cores (v15's tile filter's fp16 scores and error bound; candidates take the exact distance, so "
                 "the answers do not change); k 1..12 compiled in, compute capability 8.0 and later, examined finite values; the leaves "
                 "are then planned in whole 8-row groups; auto: on from k 6 with at least 65536 queries"),
