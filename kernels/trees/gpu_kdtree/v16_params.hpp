@@ -199,10 +199,11 @@ inline std::vector<ParamDecl> v16_params() {
                 "on the device by the exact count), or wait (the host waits for each wave's count before it queues the next; "
                 "taken anyway with sort or final off)"),
       P::choice("tc", "auto", {"auto", "off", "on"},
-                "the heap kernel of the waves before the last kernel: where a warp's 32 queries sit on at most tc_leaves leaves and every heap is full, each leaf's rows are "
-                "filtered on the tensor cores (v15's tile filter's fp16 scores and error bound; candidates take the exact distance, so "
-                "the answers do not change); k 1..12 compiled in, compute capability 8.0 and later, examined finite values; the leaves "
-                "are then planned in whole 8-row groups; auto: on from k 6 with at least 65536 queries"),
+                "the heap kernel of the waves before the last kernel: where a warp's 32 queries sit on at most tc_leaves leaves and "
+                "every heap is full, each leaf's rows are filtered on the tensor cores (v15's tile filter's fp16 scores and error "
+                "bound; candidates take the exact distance, so the answers do not change); k 1..12 compiled in, compute capability "
+                "8.0 and later, examined finite values; the leaves are then planned in whole 8-row groups; auto: on from k 6 with at "
+                "least 65536 queries"),
       P::integer("tc_leaves", 4, 1, 32,
                  "with tc: the most distinct leaves the 32 queries of a warp may sit on for the warp to filter them on the tensor "
                  "cores, one leaf after another (the queries on another leaf take nothing from it); 1: only a warp on one leaf"),
