@@ -47,7 +47,7 @@ const DeviceDiscovery& discovery() {
 // The parameter settings a case runs under (empty: the default).
 struct Knobs {
   std::string name, leaf, test, sort, final_steps, stage, vec, tail, nearest, lanes, heap_lanes, overlap, segment_rows, readback, build, key_sort,
-      first_batch, tail_lanes;
+      first_batch, tail_lanes, tail_queue;
   // As v16's parameter values for the call.
   std::map<std::string, std::string> params() const {
     std::map<std::string, std::string> set;
@@ -55,7 +55,8 @@ struct Knobs {
                                      {"final", final_steps}, {"stage_kib", stage}, {"vec", vec}, {"tail", tail},
                                      {"nearest", nearest}, {"lanes", lanes}, {"heap_lanes", heap_lanes}, {"overlap", overlap},
                                      {"segment_rows", segment_rows}, {"readback", readback}, {"build", build},
-                                     {"key_sort", key_sort}, {"first_batch", first_batch}, {"tail_lanes", tail_lanes}})
+                                     {"key_sort", key_sort}, {"first_batch", first_batch}, {"tail_lanes", tail_lanes},
+                                     {"tail_queue", tail_queue}})
       if (!value.empty()) set[key] = value;
     return set;
   }
@@ -125,6 +126,11 @@ const std::vector<Knobs>& knob_settings() {
       {"leaf8_tail_lanes32", "8", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "32"},
       {"leaf32_tail_lanes16_median", "32", "median", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "16"},
       {"leaf16_tail_lanes32_scalar_tail64", "16", "", "", "", "", "off", "64", "", "", "", "", "", "", "", "", "", "32"},
+      // The last kernel at 32 lanes as one warp a query (v16.tail_queue=off; on, the default, its warps take queries from a
+      // counter): at the defaults (32 lanes from k 6), with leaves of 8 rows at 32 lanes, and with the tail at 64.
+      {"tail_queue_off", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "off"},
+      {"leaf8_tail_lanes32_queue_off", "8", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "", "32", "off"},
+      {"leaf16_tail_lanes32_tail64_queue_off", "16", "", "", "", "", "", "64", "", "", "", "", "", "", "", "", "", "32", "off"},
   };
   return k;
 }
@@ -198,6 +204,11 @@ TEST_P(GpuV16, MatchesV0RowForRow) {
   EXPECT_NE(path.find(knobs.final_steps == "off" ? "final steps off" : "final steps on"), std::string::npos) << path;
   if (knobs.final_steps != "off")
     EXPECT_NE(path.find(knobs.readback == "wait" || knobs.sort == "off" ? "each wave's count waited for" : "each wave's count read one wave late"),
+              std::string::npos)
+        << path;
+  if (knobs.final_steps != "off")
+    EXPECT_NE(path.find(knobs.tail_queue == "off" ? " active queries, tail_queue=off; "
+                                                  : " active queries, at 32 lanes a query its warps taking queries from a counter (tail_queue=on); "),
               std::string::npos)
         << path;
   if (!knobs.stage.empty()) EXPECT_NE(path.find("stage_kib=" + knobs.stage), std::string::npos) << path;

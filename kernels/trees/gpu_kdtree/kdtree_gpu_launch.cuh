@@ -4,9 +4,11 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 
 #include "core/cuda/runtime.hpp"
+#include "kernels/trees/gpu_kdtree/kdtree_gpu_tail.cuh"
 #include "kernels/trees/gpu_kdtree/kdtree_gpu_waves.cuh"
 
 namespace knn::kd {
@@ -40,6 +42,21 @@ inline void launch_kernel(void (*kernel)(SearchArgs), const SearchArgs& a, bool 
   KNN_CUDA_CHECK_LAUNCH();
 }
 
+// v16.tail_queue: at most the blocks the device holds at once, their warps taking queries from a.claimed (zeroed here).
+template <int DIM>
+void launch_tail_queue(const SearchArgs& a, cudaStream_t stream) {
+  const std::size_t shared = search_shared(a.topk, 0, a.t.leaf_size, a.t.dim);
+  KNN_CUDA_TRY(cudaFuncSetAttribute(tail_queue_kernel<DIM>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+  int device = 0, sms = 0, per_sm = 0;
+  KNN_CUDA_TRY(cudaGetDevice(&device));
+  KNN_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  KNN_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tail_queue_kernel<DIM>, kWaveBlock, shared));
+  const long long needed = ((long long)a.count * 32 + kWaveBlock - 1) / kWaveBlock;
+  KNN_CUDA_TRY(cudaMemsetAsync(a.claimed, 0, sizeof(unsigned), stream));
+  tail_queue_kernel<DIM><<<unsigned(std::max(1LL, std::min(needed, (long long)sms * std::max(per_sm, 1)))), kWaveBlock, shared, stream>>>(a);
+  KNN_CUDA_CHECK_LAUNCH();
+}
+
 template <int DIM>
 void launch_search(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
   if constexpr (DIM > 0 && DIM <= gpu::kTileFoldDims)  // v16.tc: the sorted waves' heap kernel
@@ -49,7 +66,10 @@ void launch_search(const SearchArgs& a, bool heap, int lanes, cudaStream_t strea
     case 2: return launch_kernel(heap ? search_kernel<DIM, 2> : nearest_kernel<DIM, 2>, a, heap, 2, stream);
     case 4: return launch_kernel(heap ? search_kernel<DIM, 4> : nearest_kernel<DIM, 4>, a, heap, 4, stream);
     case 16: if (heap) return launch_kernel(search_kernel<DIM, 16>, a, heap, 16, stream); break;  // the heap kernel only (v16.tail_lanes)
-    case 32: if (heap) return launch_kernel(search_kernel<DIM, 32>, a, heap, 32, stream); break;
+    case 32:
+      if (heap && a.to_end && a.claimed != nullptr) return launch_tail_queue<DIM>(a, stream);
+      if (heap) return launch_kernel(search_kernel<DIM, 32>, a, heap, 32, stream);
+      break;
     default: break;
   }
   launch_kernel(heap ? search_kernel<DIM, 8> : nearest_kernel<DIM, 8>, a, heap, 8, stream);

@@ -64,6 +64,9 @@ struct SearchArgs {
   // v16.tc (a sorted wave, one lane a key; search_kernel<DIM, 1, false, true>): a warp whose 32 keys sit on at
   // most tc.max_leaves leaves and whose heaps are full scans them on the tensor cores (kdtree_gpu_tc.cuh).
   TcRows tc;
+  // v16.tail_queue (the last kernel at 32 lanes a query, kdtree_gpu_tail.cuh): the counter its warps take their next
+  // query from, zeroed before each launch; null: search_kernel, one query a warp.
+  unsigned* claimed = nullptr;
 };
 
 // The wave's active queries into `count`; false: the launch is the other half of its pair (the
@@ -76,6 +79,15 @@ __device__ __forceinline__ bool wave_count(const SearchArgs& a, int& count) {
   return a.guard == 0 || (a.guard == 1) == (c >= a.split);
 }
 
+
+// A query's heap (this thread's slots d, i at a stride of kWaveBlock) as its wave starts: empty in the first wave, else
+// the heap that waited in its answer row (row_d, row_i).
+__device__ __forceinline__ void open_heap(const SearchArgs& a, knn::gpu::SharedTopK& list, float* d, std::int32_t* i, const float* row_d,
+                                          const std::int32_t* row_i) {
+  if (a.first) return list.clear();
+  for (int s = 0; s < a.topk; ++s) d[s * kWaveBlock] = row_d[s], i[s * kWaveBlock] = row_i[s];
+  list.resume();
+}
 
 // L threads per active key (blocks of kWaveBlock / L consecutive keys): scan the leaf, find the next one.
 // Leaves are staged with L = 1 only.
@@ -142,12 +154,7 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     q.load(a.queries + std::size_t(qid) * dim, dim);
     std::int32_t* row_i = a.heap_idx + std::size_t(qid) * a.topk;
     float* row_d = a.heap_dist + std::size_t(qid) * a.topk;
-    if (a.first) {
-      list.clear();
-    } else {
-      for (int s = 0; s < a.topk; ++s) heap_d[s * kWaveBlock + tid] = row_d[s], heap_i[s * kWaveBlock + tid] = row_i[s];
-      list.resume();
-    }
+    open_heap(a, list, heap_d + tid, heap_i + tid, row_d, row_i);
     bool from_tile = staged;
     for (;;) {
       if (from_tile) {

@@ -45,11 +45,7 @@ namespace {
 
 namespace cuda = knn::cuda;
 namespace kd = knn::kd;
-using kd::compiled_dim;
-using kd::dispatch;
-using kd::lanes_for;
-using kd::search_shared;
-using kd::staged_stride;
+using kd::compiled_dim, kd::dispatch, kd::lanes_for, kd::search_shared, kd::staged_stride;
 using Options = knn::gpu::V16Options;
 
 constexpr int kBlock = kd::kWaveBlock;
@@ -103,6 +99,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
   cuda::StreamBuffer<unsigned> remaining(kSlots, stream);
   cuda::StreamBuffer<unsigned long long> visits(3, stream);  // leaves visited; those scanned on the tensor cores, and the warps' scans (v16.tc)
   cuda::StreamBuffer<int> selected(1, stream);  // DeviceSelect's count (the kernel counts too)
+  cuda::StreamBuffer<unsigned> claimed(1, stream);  // v16.tail_queue's counter
   cuda::PinnedStaging<unsigned> remaining_host(kSlots);
   cuda::Event counted[kSlots];
   cuda::PinnedStaging<unsigned long long> visits_host(3);
@@ -231,6 +228,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                       : o.heap_lanes > 0   ? lanes_for(o.heap_lanes, grid, resident)
                                            : lanes_for(to_end ? knn::gpu::v16_tail_lanes(o.tail_lanes, p.dim) : 1, grid, resident);
     a.batch = w == 0 && lanes == 1 && !nearest && a.stage_leaves == 0 ? first_batch : 0;
+    a.claimed = o.tail_queue ? claimed.data() : nullptr;
     if (tc.on && !to_end) a.tc = kd::TcRows{tc_rows.data(), tc.center, tc.scale, tc.band, o.tc_leaves, visits.data() + 1, visits.data() + 2};
     if (w == 0) first_batched = a.batch > 0;
     dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
@@ -356,7 +354,8 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                            count_sorts, key_sorts, o.key_sort == "auto" ? fmt::format("auto: count below {} keys", knn::gpu::kV16CountSortMaxKeys) : o.key_sort,
                            stage)
              : std::string("unsorted"),
-      o.final_steps ? fmt::format("on (the last kernel below {} active queries; {})", split,
+      o.final_steps ? fmt::format("on (the last kernel below {} active queries, {}; {})", split,
+                                  o.tail_queue ? "at 32 lanes a query its warps taking queries from a counter (tail_queue=on)" : "tail_queue=off",
                                   o.lag && o.sort ? "each wave's count read one wave late, the sorted wave and the last kernel queued as a pair"
                                                   : "each wave's count waited for")
                     : "off",

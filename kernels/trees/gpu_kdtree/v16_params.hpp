@@ -114,6 +114,7 @@ struct V16Options {
   std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
   std::string tc = "auto";        // the waves' leaves scanned on the tensor cores where a warp's queries sit on few (kdtree_gpu_tc.cuh)
   int tc_leaves = 4;              // tc: the most distinct leaves of a warp scanned that way, one after another
+  bool tail_queue = true;         // the last kernel at 32 lanes: warps take queries from a counter (kdtree_gpu_tail.cuh)
   std::string source;  // the parameters the user set, " name=value" each
 };
 
@@ -144,6 +145,7 @@ inline V16Options v16_options(const ParamValues& v) {
   o.key_sort = v.text("key_sort");
   o.tc = v.text("tc");
   o.tc_leaves = int(v.integer("tc_leaves"));
+  o.tail_queue = v.on("tail_queue");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
   return o;
 }
@@ -180,6 +182,10 @@ inline std::vector<ParamDecl> v16_params() {
       P::choice("tail_lanes", "auto", {"auto", "8", "16", "32"},
                 "with heap_lanes=auto, the lanes per query of the last kernel, where each remaining query runs its chain of leaves "
                 "alone: every leaf's rows split over this many lanes, each holding a copy of the heap; auto: 32 from k 6, else 8"),
+      P::flag("tail_queue", true,
+              "the last kernel at 32 lanes a query (tail_lanes): a grid of the blocks the device holds at once, whose warps each "
+              "take their next query from a counter when one ends (off: a warp a query, four a block, a block's slot held until "
+              "its longest chain ends)"),
       P::choice("first_batch", "auto", {"auto", "0", "4", "8", "16", "32"},
                 "the first wave (every heap empty) at one lane a query, leaves not staged: the rows closer than the K-th are held in "
                 "a buffer of this many slots per thread (shared memory) and put into the heap after every this many rows, by the "
