@@ -323,6 +323,15 @@ std::vector<TcCase> tc_cases() {
   out.back().params = {{"tc_leaves", "32"}, {"tail", "1"}};
   add({"self_k8_leaves2", 8, 16384, 16384, 5, true});
   out.back().params = {{"tc_leaves", "2"}, {"leaf", "64"}};
+  // The kernel at the compiler's choice of registers (v16.tc_regs=auto; 64, the default, caps them for 8 blocks an SM).
+  add({"ties_k9_regs_auto", 9, 8192, 16384, 5, false, Distribution::integers, 10});
+  out.back().params = {{"tc_regs", "auto"}};
+  add({"few_a_leaf_k9_leaves8_regs_auto", 9, 2048, 65536, 5});
+  out.back().params = {{"tc_leaves", "8"}, {"tail", "1"}, {"tc_regs", "auto"}}, out.back().several = true;
+  add({"clusters_k12_regs_auto", 12, 8192, 16384, 16, false, Distribution::clusters});
+  out.back().params = {{"tc_regs", "auto"}};
+  add({"self_k7_regs_auto", 7, 16384, 16384, 8, true});
+  out.back().params = {{"tc_regs", "auto"}};
   return out;
 }
 class GpuV16Tc : public ::testing::TestWithParam<TcCase> {};
@@ -346,6 +355,9 @@ TEST_P(GpuV16Tc, MatchesV0RowForRow) {
     EXPECT_LE(visits, 32 * warp_scans) << path;
     if (t.c.dim >= 3 && t.scans) EXPECT_GT(visits, 0) << path;
     if (t.several) EXPECT_LT(visits, 32 * warp_scans) << path;
+    EXPECT_NE(path.find("(tc=" + t.mode + ", tc_regs=" + (t.params.count("tc_regs") ? t.params.at("tc_regs") : std::string("64")) + ": fp16 "),
+              std::string::npos)
+        << path;
   } else {
     EXPECT_NE(path.find("leaves scanned on the CUDA cores (tc=" + t.mode + ": "), std::string::npos) << path;
   }

@@ -97,10 +97,10 @@ TEST(VersionParams, EngineDeclaresEveryFormerVariable) {
 TEST(VersionParams, GpuVersionsDeclareTheirFormerVariables) {
   const std::map<std::string, std::vector<std::string>> want = {
       {"v14", {"queries_per_thread"}},
-      {"v16", {"leaf", "test", "sort", "final", "tail", "vec", "nearest", "lanes", "stage_kib", "answers", "heap_lanes", "overlap", "segment_rows", "readback", "build", "early_pct", "key_sort", "first_batch", "tc", "tail_lanes", "tc_leaves", "tail_queue"}},
+      {"v16", {"leaf", "test", "sort", "final", "tail", "vec", "nearest", "lanes", "stage_kib", "answers", "heap_lanes", "overlap", "segment_rows", "readback", "build", "early_pct", "key_sort", "first_batch", "tc", "tail_lanes", "tc_leaves", "tail_queue", "tc_regs"}},
       {"v17", {"fanout", "answers"}}};
   // Declared after the variables were retired: no former variable to name.
-  const std::set<std::string> new_since = {"v17.answers", "v16.answers", "v16.heap_lanes", "v16.overlap", "v16.segment_rows", "v16.readback", "v16.build", "v16.early_pct", "v16.key_sort", "v16.first_batch", "v16.tc", "v16.tail_lanes", "v16.tc_leaves", "v16.tail_queue"};
+  const std::set<std::string> new_since = {"v17.answers", "v16.answers", "v16.heap_lanes", "v16.overlap", "v16.segment_rows", "v16.readback", "v16.build", "v16.early_pct", "v16.key_sort", "v16.first_batch", "v16.tc", "v16.tail_lanes", "v16.tc_leaves", "v16.tail_queue", "v16.tc_regs"};
   const auto all = all_declarations();
   for (const auto& [id, expected] : want) {
     const std::vector<std::string> declared = names(all.at(id));

@@ -60,7 +60,8 @@ void launch_tail_queue(const SearchArgs& a, cudaStream_t stream) {
 template <int DIM>
 void launch_search(const SearchArgs& a, bool heap, int lanes, cudaStream_t stream) {
   if constexpr (DIM > 0 && DIM <= gpu::kTileFoldDims)  // v16.tc: the sorted waves' heap kernel
-    if (a.tc.rows != nullptr && lanes == 1 && heap && a.batch == 0) return launch_kernel(search_kernel<DIM, 1, false, true>, a, heap, 1, stream);
+    if (a.tc.rows != nullptr && lanes == 1 && heap && a.batch == 0)
+      return launch_kernel(a.tc_regs64 ? search_kernel_capped<DIM, 8> : search_kernel<DIM, 1, false, true>, a, heap, 1, stream);
   switch (lanes) {
     case 1: return launch_kernel(!heap ? nearest_kernel<DIM, 1> : a.batch > 0 ? search_kernel<DIM, 1, true> : search_kernel<DIM, 1>, a, heap, 1, stream);
     case 2: return launch_kernel(heap ? search_kernel<DIM, 2> : nearest_kernel<DIM, 2>, a, heap, 2, stream);

@@ -64,6 +64,7 @@ struct SearchArgs {
   // v16.tc (a sorted wave, one lane a key; search_kernel<DIM, 1, false, true>): a warp whose 32 keys sit on at
   // most tc.max_leaves leaves and whose heaps are full scans them on the tensor cores (kdtree_gpu_tc.cuh).
   TcRows tc;
+  bool tc_regs64 = false;  // v16.tc_regs=64: that kernel compiled for 8 blocks an SM (at most 64 registers a thread)
   // v16.tail_queue (the last kernel at 32 lanes a query, kdtree_gpu_tail.cuh): the counter its warps take their next
   // query from, zeroed before each launch; null: search_kernel, one query a warp.
   unsigned* claimed = nullptr;
@@ -92,8 +93,9 @@ __device__ __forceinline__ void open_heap(const SearchArgs& a, knn::gpu::SharedT
 // L threads per active key (blocks of kWaveBlock / L consecutive keys): scan the leaf, find the next one.
 // Leaves are staged with L = 1 only.
 // The last kernel (v16.tail_lanes) also takes 16 and 32: a query's long chain of leaves split over more lanes.
+// search_body is search_kernel's body, shared with search_kernel_capped below.
 template <int DIM, int L, bool HOLD = false, bool TC = false>
-__global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) {
+__device__ __forceinline__ void search_body(const SearchArgs& a) {
   static_assert(L == 1 || L == 2 || L == 4 || L == 8 || L == 16 || L == 32, "lanes per query: 1, 2, 4, 8, 16 or 32");
   using Scan = cub::BlockScan<int, kWaveBlock>;
   __shared__ typename Scan::TempStorage scan_temp;
@@ -247,6 +249,18 @@ __global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) 
     if (going) atomicAdd(a.remaining, going);
     if (seen) atomicAdd(a.visits, (unsigned long long)seen);
   }
+}
+
+template <int DIM, int L, bool HOLD = false, bool TC = false>
+__global__ void __launch_bounds__(kWaveBlock) search_kernel(const SearchArgs a) {
+  search_body<DIM, L, HOLD, TC>(a);
+}
+// v16.tc_regs=64: the tensor-core wave kernel compiled for MINB = 8 blocks an SM, so at most 64 registers a thread (the
+// compiler gives search_kernel<9, 1, false, true> 72, which leaves room for 7 blocks; at 10 blocks, 48 registers, it spills
+// 100 bytes and lost on an H200: docs/v16.md).
+template <int DIM, int MINB>
+__global__ void __launch_bounds__(kWaveBlock, MINB) search_kernel_capped(const SearchArgs a) {
+  search_body<DIM, 1, false, true>(a);
 }
 
 // answers=early: the rows of the `count` queries of `keys` (those a wave ran when the bulk copy of

@@ -229,7 +229,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
                                            : lanes_for(to_end ? knn::gpu::v16_tail_lanes(o.tail_lanes, p.dim) : 1, grid, resident);
     a.batch = w == 0 && lanes == 1 && !nearest && a.stage_leaves == 0 ? first_batch : 0;
     a.claimed = o.tail_queue ? claimed.data() : nullptr;
-    if (tc.on && !to_end) a.tc = kd::TcRows{tc_rows.data(), tc.center, tc.scale, tc.band, o.tc_leaves, visits.data() + 1, visits.data() + 2};
+    if (tc.on && !to_end) a.tc = kd::TcRows{tc_rows.data(), tc.center, tc.scale, tc.band, o.tc_leaves, visits.data() + 1, visits.data() + 2}, a.tc_regs64 = o.tc_regs == "64";
     if (w == 0) first_batched = a.batch > 0;
     dispatch<KNN_V16_COMPILED_DIMS, 0>(a, !nearest, lanes, stream);
     return lanes;
@@ -363,7 +363,7 @@ void v16_query(const knn::Problem& p, knn::Neighbors out, knn::RunContext& ctx) 
       o.source.empty() ? std::string() : " (" + o.source.substr(1) + ")", active.size(),
       sorted_waves, double(*visits_host.data()) / p.m,
       fmt::format("{}, lanes per query per wave: {}", nearest ? "nearest pair in registers" : kd::heaps_text(first_batch, first_batched, o.first_batch < 0), lanes_trace),
-      kd::tc_leaves_text(tc, o.tc, o.tc_leaves, visits_host.data()[1], visits_host.data()[2], *visits_host.data()), knn::gpu::v16_answers_text(run),
+      kd::tc_leaves_text(tc, tc.on ? o.tc + ", tc_regs=" + o.tc_regs : o.tc, o.tc_leaves, visits_host.data()[1], visits_host.data()[2], *visits_host.data()), knn::gpu::v16_answers_text(run),
       kd::active_trace(active));
 }
 

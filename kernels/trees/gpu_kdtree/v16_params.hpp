@@ -114,6 +114,7 @@ struct V16Options {
   std::string build = "auto";     // lists (presorted, partitioned per level), sort (a sort per level), auto
   std::string tc = "auto";        // the waves' leaves scanned on the tensor cores where a warp's queries sit on few (kdtree_gpu_tc.cuh)
   int tc_leaves = 4;              // tc: the most distinct leaves of a warp scanned that way, one after another
+  std::string tc_regs = "64";      // tc: its kernel's registers a thread: 64 (compiled for 8 blocks an SM) or auto
   bool tail_queue = true;         // the last kernel at 32 lanes: warps take queries from a counter (kdtree_gpu_tail.cuh)
   std::string source;  // the parameters the user set, " name=value" each
 };
@@ -145,6 +146,7 @@ inline V16Options v16_options(const ParamValues& v) {
   o.key_sort = v.text("key_sort");
   o.tc = v.text("tc");
   o.tc_leaves = int(v.integer("tc_leaves"));
+  o.tc_regs = v.text("tc_regs");
   o.tail_queue = v.on("tail_queue");
   for (const std::string& name : v.set_names()) o.source += " " + name + "=" + v.text(name);
   return o;
@@ -213,6 +215,9 @@ inline std::vector<ParamDecl> v16_params() {
       P::integer("tc_leaves", 4, 1, 32,
                  "with tc: the most distinct leaves the 32 queries of a warp may sit on for the warp to filter them on the tensor "
                  "cores, one leaf after another (the queries on another leaf take nothing from it); 1: only a warp on one leaf"),
+      P::choice("tc_regs", "64", {"64", "auto"},
+                "with tc, the registers a thread of its kernel may use: 64 (the kernel compiled for 8 blocks of 128 threads an SM), or "
+                "auto (the compiler's choice: 72 at k 9, which leaves room for 7 blocks)"),
       P::integer("stage_kib", 0, 0, 160, "shared memory for staged leaves, KiB (default 0: an H100 reads a shared leaf through L1 faster)",
                  "KNN_V16_STAGE_KIB"),
   };
