@@ -23,6 +23,8 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trees=$tmp/trees.json  # the committed tree run, unpacked: the checks below read it as plain JSON too
+gunzip -c "$res/trees.json.gz" >"$trees" || { echo "FAIL: cannot unpack $res/trees.json.gz"; exit 1; }
 plot() { "$python" "$src/scripts/plots/plot.py" "$@"; }
 failures=0
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -88,7 +90,7 @@ rc=0; plot "$tmp/cut.json.gz" -o "$tmp/cut.png" >/dev/null 2>"$tmp/cut.err" || r
 [[ $rc == 2 ]] && grep -qF "cut.json.gz" "$tmp/cut.err" || bad "a cut .json.gz: exit $rc, $(cat "$tmp/cut.err")"
 
 # The trees file: cases 100 and 101 differ only in topk, 100 and 102 only in distribution.
-plot "$res/trees.json" -o "$tmp/t.png" --only heatmap,trees >/dev/null || bad "plot.py trees.json exited $?"
+plot "$trees" -o "$tmp/t.png" --only heatmap,trees >/dev/null || bad "plot.py trees.json exited $?"
 check_figure "$tmp/t" heatmap "100: k=3 m=1Mi n=1Mi topk=1 uniform" "101: k=3 m=1Mi n=1Mi topk=8 uniform" "102: k=3 m=1Mi n=1Mi topk=1 clusters"
 check_figure "$tmp/t" trees "103: k=3 m=1Mi n=1Mi topk=8 clusters" "ms a call"
 [[ ! -e $tmp/t-bars-tree.png ]] || bad "--only heatmap,trees also wrote bars-tree"
@@ -125,7 +127,7 @@ for v in SAME FASTER SLOWER; do
 done
 
 # Skipped and failed versions are marked, never drawn as a value.
-"$python" - "$res/trees.json" "$tmp/mixed.json" <<'PY'
+"$python" - "$trees" "$tmp/mixed.json" <<'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 for r in doc["results"]:
@@ -138,7 +140,7 @@ PY
 plot "$tmp/mixed.json" -o "$tmp/m.png" --only heatmap,trees >/dev/null || bad "plot.py on skipped and failed results exited $?"
 check_figure "$tmp/m" heatmap "FAIL" "skip: v13 (case 102): made-up reason"
 check_figure "$tmp/m" trees "FAIL" "skip"
-v12=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==101 and r["version"]=="v12"][0]; print("%.3g" % r["stats"]["median_ms"])' "$res/trees.json")
+v12=$("$python" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["results"] if r["case"]["id"]==101 and r["version"]=="v12"][0]; print("%.3g" % r["stats"]["median_ms"])' "$trees")
 ! grep -qF ">$v12<" "$tmp/m-heatmap.svg" || bad "the heat map still shows the failed v12's median $v12"
 
 # A family where nothing passed (a GPU build on a machine without one) gets no bar chart, and says so.
@@ -158,7 +160,7 @@ grep -qF "no bars-gpu: no gpu version passed (no CUDA device)" "$tmp/n.err" || b
 
 # The markdown report links the figures that exist beside it, and only those.
 mkdir "$tmp/md"
-cp "$res/trees.json" "$tmp/md/run.json"
+cp "$trees" "$tmp/md/run.json"
 "$knnbench" report "$tmp/md/run.json" --md "$tmp/md/run.md" >/dev/null
 ! grep -q "## Plots" "$tmp/md/run.md" || bad "run.md has a Plots section before any plot exists"
 plot "$tmp/md/run.json" --only heatmap,trees >/dev/null || bad "plot.py without -o exited $?"
@@ -203,7 +205,7 @@ for label in "d = 5, box test: 42 waves, 7.43 leaves/query" "d = 20, median test
   grep -qF -- ">$label<" "$tmp/waves.svg" || bad "plot_waves.py: the SVG lacks '$label'"
 done
 set +e
-"$python" "$src/scripts/plots/plot_waves.py" "$res/trees.json" -o "$tmp/none.svg" >/dev/null 2>&1
+"$python" "$src/scripts/plots/plot_waves.py" "$trees" -o "$tmp/none.svg" >/dev/null 2>&1
 code=$?
 set -e
 [[ $code -eq 2 ]] || bad "plot_waves.py on results without a wave trace exited $code, not 2"
