@@ -61,8 +61,9 @@ struct SearchArgs {
   // every `batch` rows, by every lane of the warp at once (search_kernel<DIM, 1, true>); 0: each row
   // into the heap as it is found.
   int batch = 0;
-  // v16.tc (a sorted wave, one lane a key; search_kernel<DIM, 1, false, true>): a warp whose 32 keys sit on at
-  // most tc.max_leaves leaves and whose heaps are full scans them on the tensor cores (kdtree_gpu_tc.cuh).
+  // v16.tc (a sorted wave, one lane a key; search_kernel<DIM, 1, false, true>, or search_kernel_capped<DIM, 8> with
+  // tc_regs64): a warp whose 32 keys sit on at most tc.max_leaves leaves and whose heaps are full scans them on the
+  // tensor cores (kdtree_gpu_tc.cuh).
   TcRows tc;
   bool tc_regs64 = false;  // v16.tc_regs=64: that kernel compiled for 8 blocks an SM (at most 64 registers a thread)
   // v16.tail_queue (the last kernel at 32 lanes a query, kdtree_gpu_tail.cuh): the counter its warps take their next
