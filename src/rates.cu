@@ -1,7 +1,7 @@
 // The rates of one GPU, measured once at start-up after the warm-up (rates.hpp): four cuBLAS
 // GEMMs (fp32, TF32, int8, fp16), a device-to-device copy and the four host copies. Each is timed a few
 // times after one untimed call; the best time gives the rate. About 100 ms on an H100.
-#include <cublas_v2.h>
+#include "core/cuda/cublas.hpp"
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,7 +20,7 @@ namespace {
 constexpr int kTimed = 3;  // timed repetitions after one untimed call; the best counts
 
 void blas_try(cublasStatus_t s, const char* what) {
-  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(fmt::format("start-up rates: {} failed: {}", what, cublasGetStatusString(s)));
+  if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(fmt::format("start-up rates: {} failed: {}", what, knn::cuda::blas::api().status_string(s)));
 }
 
 // Fills `bytes` bytes with a hash of their offset: GEMMs on zeros draw less power than on data.
@@ -83,11 +83,12 @@ DeviceRates measure_rates_on(int device) {
   fill_kernel<<<1024, 256>>>(buf.data(), words, 0x3f7f7f7fu);  // floats in [0, 1), any int8 byte
   KNN_CUDA_CHECK_LAUNCH();
 
+  const auto& blas = knn::cuda::blas::require("start-up rates");
   cublasHandle_t h = nullptr;
-  blas_try(cublasCreate(&h), "cublasCreate");
+  blas_try(blas.create(&h), "cublasCreate");
   struct Destroy {
     cublasHandle_t h;
-    ~Destroy() { cublasDestroy(h); }
+    ~Destroy() { knn::cuda::blas::api().destroy(h); }
   } destroy{h};
   auto* words_at = buf.data();
   const auto gemm = [&](long long s, cudaDataType in, cudaDataType out, cublasComputeType_t compute, const void* alpha, const void* beta) {
@@ -97,7 +98,7 @@ DeviceRates measure_rates_on(int device) {
     void* c = const_cast<char*>(b + std::size_t(s) * s * in_bytes);
     const int n = int(s);
     return best_device_ms([&] {
-      blas_try(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, alpha, a, in, n, b, in, n, beta, c, out, n, compute, CUBLAS_GEMM_DEFAULT),
+      blas_try(blas.gemm_ex(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, alpha, a, in, n, b, in, n, beta, c, out, n, compute, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
     });
   };

@@ -6,6 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD_DIR=${BUILD_DIR:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
+start=$SECONDS
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${KNN_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j"$jobs"
+echo "test.sh: configured and built in $((SECONDS - start)) s ($jobs jobs)"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$jobs" "$@"

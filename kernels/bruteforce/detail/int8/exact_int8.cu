@@ -4,7 +4,7 @@
 // dot product q·r (int32) and one block per query selects its topk smallest exact distances
 // ‖q‖² + ‖r‖² − 2 q·r from them. With reference chunks (v15.int8_chunks) the references are copied
 // chunk by chunk and each chunk is searched as it lands (search_pipelined).
-#include <cublas_v2.h>
+#include "core/cuda/cublas.hpp"
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -28,7 +28,7 @@ namespace cuda = knn::cuda;
 
 void cublas_try(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(fmt::format("v15 int8 path: {} failed: {}", what, cublasGetStatusString(s)));
+    throw std::runtime_error(fmt::format("v15 int8 path: {} failed: {}", what, knn::cuda::blas::api().status_string(s)));
 }
 
 // One cuBLAS handle per device for the process's life (creating one costs milliseconds and loads
@@ -41,7 +41,7 @@ cublasHandle_t handle_for_current_device() {
   auto it = handles->find(device);
   if (it != handles->end()) return it->second;
   cublasHandle_t h = nullptr;
-  cublas_try(cublasCreate(&h), "cublasCreate");
+  cublas_try(knn::cuda::blas::require("v15 int8 path").create(&h), "cublasCreate");
   handles->emplace(device, h);
   return h;
 }
@@ -131,7 +131,7 @@ void convert(const float* in, int rows, int padded_rows, int dim, const Int8Plan
 void gemm(cublasHandle_t blas, int rows, int count, int pd, const std::int8_t* references8, const std::int8_t* queries8,
           std::int32_t* dots, int ldc) {
   const std::int32_t alpha = 1, beta = 0;
-  cublas_try(cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, count, pd, &alpha, references8, CUDA_R_8I, pd, queries8,
+  cublas_try(knn::cuda::blas::api().gemm_ex(blas, CUBLAS_OP_T, CUBLAS_OP_N, rows, count, pd, &alpha, references8, CUDA_R_8I, pd, queries8,
                           CUDA_R_8I, pd, &beta, dots, CUDA_R_32I, ldc, CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx (int8, int32 accumulate)");
 }
@@ -147,7 +147,7 @@ std::string path_head(const Problem& p, const Int8Plan& plan) {
 void search_serial(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx, cublasHandle_t blas) {
   const int pd = plan.padded_dim, pn = plan.padded_n;
   cuda::Stream stream;
-  cublas_try(cublasSetStream(blas, stream), "cublasSetStream");
+  cublas_try(knn::cuda::blas::api().set_stream(blas, stream), "cublasSetStream");
   cuda::PhaseTimer timer(stream);
 
   cuda::StreamBuffer<float> references(p.reference_floats(), stream);
@@ -202,7 +202,7 @@ void search_serial(const Problem& p, const Int8Plan& plan, Neighbors out, RunCon
 void search_pipelined(const Problem& p, const Int8Plan& plan, Neighbors out, RunContext& ctx, cublasHandle_t blas) {
   const int pd = plan.padded_dim, pn = plan.padded_n, chunks = plan.chunks(), stride = plan.chunk_stride;
   cuda::Stream copy, compute, selector;
-  cublas_try(cublasSetStream(blas, compute), "cublasSetStream");
+  cublas_try(knn::cuda::blas::api().set_stream(blas, compute), "cublasSetStream");
   cuda::StreamBuffer<float> references(p.reference_floats(), copy);
   cuda::StreamBuffer<float> queries(p.query_floats(), copy);
   cuda::StreamBuffer<std::int8_t> references8(std::size_t(pn) * pd, copy);
