@@ -260,12 +260,16 @@ void query(const Problem& p, Neighbors out, RunContext& ctx, const LocalSearch& 
                          topk, p.self_join ? "MPI_Reduce after each block's search" : "every block at once: MPI_Reduce_scatter");
   for (int r = 0; r < int(ranks_said.size()); ++r) ctx.path += fmt::format("; rank {}: {}", r, ranks_said[r]);
 }
-#else
-bool built_with_mpi() { return false; }
-
-void query(const Problem&, Neighbors, RunContext&, const LocalSearch&, const std::string&) {
-  throw std::logic_error("v18: built without MPI");  // supports() said so: never called
-}
 #endif
 
 }  // namespace knn::sharded
+
+#if !KNN_HAVE_MPI
+// Defined by their qualified names: a definition that no longer matches the header's declaration does not compile
+// (an unqualified one would be a new overload, and the build without MPI would fail only when linking).
+bool knn::sharded::built_with_mpi() { return false; }
+
+void knn::sharded::query(const Problem&, Neighbors, RunContext&, const LocalSearch&, const std::string&, const LocalDetail&) {
+  throw std::logic_error("v18: built without MPI");  // supports() said so: never called
+}
+#endif
