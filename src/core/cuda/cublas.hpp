@@ -41,7 +41,12 @@ inline const Api& api() {
     void* lib = dlopen(a.library.c_str(), RTLD_NOW | RTLD_LOCAL);
     std::string why = lib ? "" : std::string(dlerror());
 #ifdef KNN_CUBLAS_LIBRARY
-    if (lib == nullptr && (lib = dlopen(KNN_CUBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL)) != nullptr) a.library = KNN_CUBLAS_LIBRARY;
+    if (lib == nullptr) {
+      if ((lib = dlopen(KNN_CUBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL)) != nullptr)
+        a.library = KNN_CUBLAS_LIBRARY;
+      else
+        why += std::string("; ") + dlerror();  // names the build's path
+    }
 #endif
     if (lib == nullptr) {
       a.error = "cuBLAS could not be loaded: " + why;
